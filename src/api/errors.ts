@@ -1,0 +1,63 @@
+import type { TRPCError } from "@trpc/server";
+import type { ErrorCode } from "../errors";
+
+/** The one map from error codes to HTTP statuses. */
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  METHOD_NOT_SUPPORTED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL_SERVER_ERROR: 500,
+  BAD_GATEWAY: 502,
+  SERVICE_UNAVAILABLE: 503,
+};
+
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
+
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  issues?: FieldIssue[];
+}
+
+interface ZodLikeIssue {
+  path: PropertyKey[];
+  message: string;
+}
+
+function zodIssues(cause: unknown): ZodLikeIssue[] | null {
+  const issues = (cause as { issues?: unknown } | undefined)?.issues;
+  return Array.isArray(issues) ? (issues as ZodLikeIssue[]) : null;
+}
+
+const fieldIssue = (i: ZodLikeIssue): FieldIssue => ({
+  path: i.path.map(String).join(".") || "body",
+  message: i.message,
+});
+
+export const issuesMessage = (issues: FieldIssue[]) => issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+
+/** What a client is told about an error: its code, a message naming the field, never internals. */
+export function describeError(error: TRPCError): ErrorBody {
+  const issues = error.code === "BAD_REQUEST" ? zodIssues(error.cause) : null;
+  if (issues) {
+    const list = issues.map(fieldIssue);
+    return { code: "BAD_REQUEST", message: issuesMessage(list), issues: list };
+  }
+  if (error.code === "PARSE_ERROR") return { code: "BAD_REQUEST", message: "body: malformed JSON" };
+  const code = error.code in HTTP_STATUS ? (error.code as ErrorCode) : "INTERNAL_SERVER_ERROR";
+  if (code === "INTERNAL_SERVER_ERROR") return { code, message: "internal error; the request may be retried later" };
+  return { code, message: error.message };
+}
+
+/** The error envelope of CONTRACT.md §4. */
+export function errorResponse(body: ErrorBody, headers: Record<string, string> = {}): Response {
+  return Response.json({ success: false, error: body }, { status: HTTP_STATUS[body.code], headers });
+}

@@ -1,0 +1,208 @@
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import type { TRPCError } from "@trpc/server";
+import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
+import type { App } from "../app";
+import { errorText } from "../log";
+import { describeError, errorResponse, issuesMessage, type ErrorBody, type FieldIssue } from "./errors";
+import { buildOpenApiDocument, docsResponse, routeTable } from "./openapi";
+import { createAppRouter } from "./router";
+import type { Context } from "./trpc";
+
+/** Largest request body accepted (CONTRACT §4). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+const CONTEXT = Symbol("textwire.context");
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+class BodyError extends Error {
+  constructor(readonly body: ErrorBody) {
+    super(body.message);
+  }
+}
+
+/** Reads at most MAX_BODY_BYTES of a request body, as strict UTF-8. */
+async function readBody(req: Request): Promise<string> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  const tooLarge = () => new BodyError({ code: "PAYLOAD_TOO_LARGE", message: `body: larger than ${MAX_BODY_BYTES} bytes` });
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  let bytes: Uint8Array;
+  if (Number.isFinite(declared) || !req.body) {
+    bytes = new Uint8Array(await req.arrayBuffer());
+    if (bytes.length > MAX_BODY_BYTES) throw tooLarge();
+  } else {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of req.body) {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) throw tooLarge();
+      chunks.push(chunk);
+    }
+    bytes = Buffer.concat(chunks);
+  }
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new BodyError({ code: "BAD_REQUEST", message: "body: not valid UTF-8" });
+  }
+}
+
+/** A JSON request body: 415 unless application/json, 413 when too large, 400 when malformed. */
+async function readJsonBody(req: Request): Promise<unknown> {
+  const type = req.headers.get("content-type")?.toLowerCase() ?? "";
+  if (!type.startsWith("application/json")) {
+    throw new BodyError({
+      code: "UNSUPPORTED_MEDIA_TYPE",
+      message: `content-type: must be application/json${type ? ` (got ${type.split(";")[0]})` : ""}`,
+    });
+  }
+  const text = await readBody(req);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BodyError({ code: "BAD_REQUEST", message: "body: malformed JSON" });
+  }
+}
+
+function queryOf(url: URL): Record<string, string[]> {
+  const query: Record<string, string[]> = {};
+  for (const [key, value] of url.searchParams) (query[key] ??= []).push(value);
+  return query;
+}
+
+/** The REST error body trpc-to-openapi wrote, back into our envelope. */
+function restErrorBody(text: string): ErrorBody {
+  try {
+    const body = JSON.parse(text) as { data?: { code?: ErrorBody["code"]; issues?: FieldIssue[] }; message?: string };
+    const issues = body.data?.issues;
+    if (body.data?.code) {
+      return issues
+        ? { code: body.data.code, message: issuesMessage(issues), issues }
+        : { code: body.data.code, message: body.message ?? body.data.code };
+    }
+  } catch {}
+  return { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" };
+}
+
+export interface HttpHandler {
+  fetch(req: Request, ip: string): Promise<Response>;
+}
+
+/**
+ * The HTTP face of the one router: REST through trpc-to-openapi, tRPC at /trpc, and the
+ * routes without a key (/health, /openapi.json, /docs). Every error leaves as the envelope.
+ */
+export function createHttpHandler(app: App): HttpHandler {
+  const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH);
+  const openApiJson = JSON.stringify(buildOpenApiDocument(router));
+  const routes = routeTable(JSON.parse(openApiJson));
+
+  const onError = ({ error, ctx }: { error: TRPCError; ctx?: Context }) => {
+    if (error.code !== "INTERNAL_SERVER_ERROR") return;
+    app.log.error("request failed", {
+      requestId: ctx?.requestId,
+      error: errorText(error.cause ?? error),
+      stack: (error.cause as Error | undefined)?.stack,
+    });
+  };
+  const responseMeta = ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} });
+
+  // Built once: trpc-to-openapi's own fetch adapter rebuilds this on every request.
+  const rest = createOpenApiNodeHttpHandler({
+    router,
+    createContext: ({ req }: { req: { [CONTEXT]: Context } }) => req[CONTEXT],
+    responseMeta,
+    onError,
+  } as never) as unknown as (req: Request, res: object) => Promise<void>;
+
+  async function serveRest(req: Request, url: URL, ctx: Context): Promise<Response> {
+    const body = req.method === "GET" || req.method === "HEAD" ? undefined : await readJsonBody(req);
+    const query = queryOf(url);
+    const proxy = new Proxy(req, {
+      get(target, prop) {
+        if (prop === CONTEXT) return ctx;
+        if (prop === "body") return body;
+        if (prop === "query") return query;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return new Promise<Response>((resolve, reject) => {
+      let statusCode = 200;
+      const res = {
+        setHeader(key: string, value: string | string[]) {
+          ctx.responseHeaders[key] = Array.isArray(value) ? value.join(", ") : value;
+        },
+        get statusCode() {
+          return statusCode;
+        },
+        set statusCode(code: number) {
+          statusCode = code;
+        },
+        end(text: string) {
+          if (statusCode >= 400) resolve(errorResponse(restErrorBody(text), ctx.responseHeaders));
+          else resolve(new Response(text, { status: statusCode, headers: ctx.responseHeaders }));
+        },
+      };
+      rest(proxy, res).catch(reject);
+    });
+  }
+
+  async function serveTrpc(req: Request, ctx: Context): Promise<Response> {
+    let trpcReq = req;
+    if (req.method === "POST") {
+      trpcReq = new Request(req.url, { method: "POST", headers: req.headers, body: await readBody(req) });
+    }
+    const res = await fetchRequestHandler({
+      endpoint: "/trpc",
+      req: trpcReq,
+      router,
+      createContext: () => ({ ...ctx, req: trpcReq }),
+      responseMeta,
+      onError,
+    });
+    for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(k)) res.headers.set(k, v);
+    return res;
+  }
+
+  function routeError(method: string, path: string): Response | null {
+    const matching = routes.filter((r) => r.pattern.test(path));
+    if (matching.length === 0) return errorResponse({ code: "NOT_FOUND", message: `no route ${method} ${path}` });
+    if (matching.some((r) => r.method === method)) return null;
+    const allow = [...new Set(matching.map((r) => r.method))].join(", ");
+    return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${method} not allowed on ${path}; use ${allow}` }, { Allow: allow });
+  }
+
+  async function route(req: Request, ip: string, requestId: string): Promise<Response> {
+    const url = new URL(req.url);
+    const path = url.pathname;
+    const ctx: Context = { app, req, ip, requestId, responseHeaders: {} };
+    if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) return Response.json({ status: "ok" });
+    if (path === "/openapi.json" && req.method === "GET") {
+      return new Response(openApiJson, { headers: { "Content-Type": "application/json" } });
+    }
+    if (path === "/docs" || path.startsWith("/docs/")) {
+      const docs = req.method === "GET" ? docsResponse(path) : null;
+      if (docs) return docs;
+    }
+    if (path.startsWith("/trpc/")) return serveTrpc(req, ctx);
+    return routeError(req.method, path) ?? serveRest(req, url, ctx);
+  }
+
+  return {
+    async fetch(req, ip) {
+      const requestId = Bun.randomUUIDv7();
+      let res: Response;
+      try {
+        res = await route(req, ip, requestId);
+      } catch (err) {
+        if (err instanceof BodyError) res = errorResponse(err.body);
+        else {
+          app.log.error("request failed", { requestId, error: errorText(err), stack: (err as Error)?.stack });
+          res = errorResponse(describeError({ code: "INTERNAL_SERVER_ERROR" } as TRPCError));
+        }
+      }
+      res.headers.set("X-Request-Id", requestId);
+      return res;
+    },
+  };
+}

@@ -1,0 +1,82 @@
+export interface RateDecision {
+  allowed: boolean;
+  /** Bucket size (RateLimit-Limit). */
+  limit: number;
+  /** Whole tokens left after this request (RateLimit-Remaining). */
+  remaining: number;
+  /** Seconds until the bucket is full again (RateLimit-Reset). */
+  resetSeconds: number;
+  /** Seconds until one token is back, at least 1 (Retry-After), when not allowed. */
+  retryAfterSeconds: number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/**
+ * Token buckets by id: `burst` tokens, refilled at `perMinute`. Full buckets are dropped
+ * when the map grows, so memory stays bounded by the clients active in the last minutes.
+ */
+export function createRateLimiter(opts: { perMinute: number; burst: number; now?: () => number; maxIds?: number }) {
+  const now = opts.now ?? Date.now;
+  const perMs = opts.perMinute / 60_000;
+  const maxIds = opts.maxIds ?? 10_000;
+  const buckets = new Map<string, Bucket>();
+
+  const refill = (b: Bucket, t: number) => {
+    b.tokens = Math.min(opts.burst, b.tokens + (t - b.at) * perMs);
+    b.at = t;
+  };
+
+  const prune = (t: number) => {
+    for (const [id, b] of buckets) {
+      refill(b, t);
+      if (b.tokens >= opts.burst) buckets.delete(id);
+    }
+  };
+
+  const decide = (b: Bucket, allowed: boolean): RateDecision => ({
+    allowed,
+    limit: opts.burst,
+    remaining: Math.max(0, Math.floor(b.tokens)),
+    resetSeconds: Math.ceil((opts.burst - b.tokens) / perMs / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000)),
+  });
+
+  return {
+    /** Takes one token for `id` when there is one. */
+    take(id: string): RateDecision {
+      const t = now();
+      let b = buckets.get(id);
+      if (!b) {
+        if (buckets.size >= maxIds) prune(t);
+        b = { tokens: opts.burst, at: t };
+        buckets.set(id, b);
+      } else refill(b, t);
+      if (b.tokens < 1) return decide(b, false);
+      b.tokens -= 1;
+      return decide(b, true);
+    },
+    /** Whether `id` has a token left, without taking it. */
+    peek(id: string): RateDecision {
+      const b = buckets.get(id);
+      if (!b) return decide({ tokens: opts.burst, at: now() }, true);
+      refill(b, now());
+      return decide(b, b.tokens >= 1);
+    },
+  };
+}
+
+export type RateLimiter = ReturnType<typeof createRateLimiter>;
+
+export function rateLimitHeaders(d: RateDecision): Record<string, string> {
+  const headers: Record<string, string> = {
+    "RateLimit-Limit": String(d.limit),
+    "RateLimit-Remaining": String(d.remaining),
+    "RateLimit-Reset": String(d.resetSeconds),
+  };
+  if (!d.allowed) headers["Retry-After"] = String(d.retryAfterSeconds);
+  return headers;
+}

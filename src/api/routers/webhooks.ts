@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { inboundInput } from "../../messages/schemas";
+import { recordInbound } from "../../messages/service";
+import { authedProcedure, router } from "../trpc";
+
+const inboundOutput = z.object({ success: z.boolean(), message_id: z.string(), timestamp: z.string() });
+
+export const webhooksRouter = (maxMessageLength: number) =>
+  router({
+    loopback: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/webhooks/loopback",
+          tags: ["webhooks"],
+          summary: "Deliver an inbound message on the loopback network",
+          description: "Stores an inbound message (status received). The same `id` twice stores one message and answers the first one's message_id.",
+          protect: true,
+        },
+      })
+      .input(inboundInput(maxMessageLength))
+      .output(inboundOutput)
+      .mutation(({ ctx, input }) => {
+        const { record } = recordInbound(ctx.app, "loopback", { phone: input.phone, message: input.message, networkId: input.id });
+        return { success: true, message_id: record.id, timestamp: record.timestamp };
+      }),
+  });

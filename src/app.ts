@@ -1,0 +1,37 @@
+import { createKeyVerifier } from "./auth/keys";
+import { createRateLimiter, type RateLimiter } from "./api/rate-limit";
+import type { Config } from "./config";
+import type { Db } from "./db/client";
+import type { Logger } from "./log";
+import { createMessageStore, type MessageStore } from "./messages/store";
+import { createNetwork, type NetworkDriver } from "./network";
+
+/** Everything a request or a workflow run needs, built once at start. */
+export interface App {
+  config: Config;
+  db: Db;
+  log: Logger;
+  store: MessageStore;
+  network: NetworkDriver;
+  verifyKey: (key: string) => string | null;
+  /** Per API key; absent when RATE_LIMIT_PER_MINUTE is 0. */
+  keyLimiter: RateLimiter | null;
+  /** Failed authentications per client address. */
+  authFailures: RateLimiter;
+}
+
+export function createApp(config: Config, db: Db, log: Logger): App {
+  return {
+    config,
+    db,
+    log,
+    store: createMessageStore(db),
+    network: createNetwork(config),
+    verifyKey: createKeyVerifier(db, config.API_KEYS),
+    keyLimiter:
+      config.RATE_LIMIT_PER_MINUTE > 0
+        ? createRateLimiter({ perMinute: config.RATE_LIMIT_PER_MINUTE, burst: config.RATE_LIMIT_BURST })
+        : null,
+    authFailures: createRateLimiter({ perMinute: 20, burst: 20 }),
+  };
+}

@@ -1,0 +1,62 @@
+import { z } from "zod";
+
+const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const apiKey = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{24,}$/, "each key must be at least 24 letters, digits, '_' or '-'");
+
+/** Every environment variable Textwire reads, parsed once. Defaults match CONTRACT.md §1. */
+export const configSchema = z.object({
+  PORT: int(0, 65535).default(3000),
+  HOST: z.string().trim().min(1, "must not be empty").default("127.0.0.1"),
+  DATABASE_URL: z.string().trim().min(1, "must not be empty").default("./data/textwire.db"),
+  API_KEYS: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((k) => k.trim()).filter(Boolean))
+    .pipe(z.array(apiKey)),
+  NETWORK: z.enum(["loopback"]).default("loopback"),
+  OPENAI_API_KEY: z.string().default(""),
+  OPENAI_BASE_URL: z.url("must be a URL").optional(),
+  OPENAI_MODEL: z.string().min(1).default("gpt-4o-mini"),
+  GENERATOR_TIMEOUT_MS: int(1).default(30000),
+  MAX_MESSAGE_LENGTH: int(1, 1_000_000).default(10000),
+  RATE_LIMIT_PER_MINUTE: int(0).default(600),
+  RATE_LIMIT_BURST: int(1).default(60),
+  WORKFLOWS_DIR: z.string().trim().min(1).default("./workflows"),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+});
+
+export type Config = z.output<typeof configSchema>;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Parses the environment; an empty variable counts as unset. Throws one line naming the variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const present = Object.fromEntries(
+    Object.keys(configSchema.shape)
+      .map((k) => [k, env[k]] as const)
+      .filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const parsed = configSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? "environment");
+    const value = env[name];
+    const shown = name === "API_KEYS" || name === "OPENAI_API_KEY" ? "" : ` (got "${value}")`;
+    throw new ConfigError(`invalid environment variable ${name}: ${issue.message}${shown}`);
+  }
+  return parsed.data;
+}

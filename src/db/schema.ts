@@ -1,0 +1,46 @@
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const messages = sqliteTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    phone: text("phone").notNull(),
+    body: text("body").notNull(),
+    direction: text("direction", { enum: ["inbound", "outbound"] }).notNull(),
+    status: text("status", { enum: ["queued", "sent", "delivered", "failed", "received"] }).notNull(),
+    /** Milliseconds since the epoch; unique and strictly increasing in insertion order. */
+    timestamp: integer("timestamp").notNull(),
+    network: text("network").notNull(),
+    /** The network's own id for this message, used to deduplicate webhooks. */
+    networkId: text("network_id"),
+    error: text("error"),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("messages_timestamp_uq").on(t.timestamp),
+    index("messages_phone_timestamp_idx").on(t.phone, t.timestamp, t.id),
+    index("messages_inbound_timestamp_idx").on(t.timestamp).where(sql`direction = 'inbound'`),
+    index("messages_inbound_phone_timestamp_idx").on(t.phone, t.timestamp).where(sql`direction = 'inbound'`),
+    uniqueIndex("messages_network_id_uq").on(t.network, t.direction, t.networkId),
+  ],
+);
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+  id: text("id").primaryKey(),
+  /** Unique among keys in use; a revoked key's name may be given to a new key. */
+  name: text("name").notNull(),
+  /** SHA-256 of the key, hex. The key itself is never stored. */
+  hash: text("hash").notNull().unique(),
+  /** The first characters of the key, to recognise it in listings. */
+  prefix: text("prefix").notNull(),
+  createdAt: integer("created_at").notNull(),
+  revokedAt: integer("revoked_at"),
+  },
+  (t) => [uniqueIndex("api_keys_active_name_uq").on(t.name).where(sql`revoked_at IS NULL`)],
+);
+
+export type MessageRow = typeof messages.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;

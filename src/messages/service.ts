@@ -1,0 +1,82 @@
+import type { MessageRow } from "../db/schema";
+import { AppError } from "../errors";
+import { errorText } from "../log";
+import type { NetworkDriver } from "../network";
+import { MAX_PAGE, type MessageRecord } from "./schemas";
+import type { MessageStore } from "./store";
+import { isoTime } from "./time";
+
+export interface MessagingDeps {
+  store: MessageStore;
+  network: NetworkDriver;
+}
+
+export function toRecord(row: MessageRow): MessageRecord {
+  const record: MessageRecord = {
+    id: row.id,
+    phone: row.phone,
+    message: row.body,
+    direction: row.direction,
+    timestamp: isoTime(row.timestamp),
+    status: row.status,
+  };
+  if (row.error) record.error = row.error;
+  return record;
+}
+
+/**
+ * Sends a text: stored `queued` first so a crash never loses it, then handed to the
+ * network. A refusal leaves it `failed` in history and throws BAD_GATEWAY.
+ */
+export async function sendMessage(deps: MessagingDeps, input: { phone: string; message: string }): Promise<MessageRecord> {
+  const { row } = deps.store.insert({
+    id: Bun.randomUUIDv7(),
+    phone: input.phone,
+    body: input.message,
+    direction: "outbound",
+    status: "queued",
+    network: deps.network.name,
+    networkId: null,
+  });
+  try {
+    const result = await deps.network.send({ id: row.id, phone: row.phone, text: row.body });
+    deps.store.setStatus(row.id, result.status, { networkId: result.networkId ?? null });
+  } catch (err) {
+    const reason = errorText(err);
+    deps.store.setStatus(row.id, "failed", { error: reason });
+    throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
+  }
+  return toRecord(deps.store.get(row.id) ?? row);
+}
+
+/** Stores a message the network delivered to us; the same network id twice stores it once. */
+export function recordInbound(
+  deps: Pick<MessagingDeps, "store">,
+  network: string,
+  input: { phone: string; message: string; networkId?: string },
+): { record: MessageRecord; duplicate: boolean } {
+  const { row, created } = deps.store.insert({
+    id: Bun.randomUUIDv7(),
+    phone: input.phone,
+    body: input.message,
+    direction: "inbound",
+    status: "received",
+    network,
+    networkId: input.networkId ?? null,
+  });
+  return { record: toRecord(row), duplicate: !created };
+}
+
+/** One contact's messages, newest first; `limit` is clamped to 100. */
+export function listHistory(store: MessageStore, input: { phone: string; limit: number; offset: number }) {
+  const limit = Math.min(input.limit, MAX_PAGE);
+  const { rows, total } = store.history(input.phone, limit, input.offset);
+  return { messages: rows.map(toRecord), total, limit, offset: input.offset };
+}
+
+/** Inbound messages after `since` (exclusive; omitted: from the first), oldest first. */
+export function pollInbound(store: MessageStore, input: { since?: number; phone?: string; limit: number }) {
+  const limit = Math.min(input.limit, MAX_PAGE);
+  const { rows, hasMore } = store.inboundAfter(input.since ?? -1, limit, input.phone);
+  return { messages: rows.map(toRecord), count: rows.length, has_more: hasMore };
+}
