@@ -1,3 +1,5 @@
+import type { z } from "zod";
+
 /** The codes of CONTRACT.md §4. Each maps to one HTTP status, in src/api/errors.ts. */
 export type ErrorCode =
   | "BAD_REQUEST"
@@ -26,4 +28,24 @@ export class AppError extends Error {
   ) {
     super(message);
   }
+}
+
+export interface FieldIssue {
+  /** The field, dotted (`context.0.role`), or `body` for the whole input. */
+  path: string;
+  message: string;
+}
+
+export function fieldIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): FieldIssue[] {
+  return issues.map((i) => ({ path: i.path.map(String).join(".") || "body", message: i.message }));
+}
+
+/** "phone: must be E.164, …; message: must not be empty" */
+export const issuesMessage = (issues: FieldIssue[]) => issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+
+/** Parses input outside the API (CLI, workflows) with the API's schemas and messages. */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new AppError("BAD_REQUEST", issuesMessage(fieldIssues(result.error.issues)));
+  return result.data;
 }

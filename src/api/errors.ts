@@ -1,5 +1,5 @@
 import type { TRPCError } from "@trpc/server";
-import type { ErrorCode } from "../errors";
+import { fieldIssues, issuesMessage, type ErrorCode, type FieldIssue } from "../errors";
 
 /** The one map from error codes to HTTP statuses. */
 export const HTTP_STATUS: Record<ErrorCode, number> = {
@@ -15,11 +15,6 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
 };
-
-export interface FieldIssue {
-  path: string;
-  message: string;
-}
 
 export interface ErrorBody {
   code: ErrorCode;
@@ -37,18 +32,11 @@ function zodIssues(cause: unknown): ZodLikeIssue[] | null {
   return Array.isArray(issues) ? (issues as ZodLikeIssue[]) : null;
 }
 
-const fieldIssue = (i: ZodLikeIssue): FieldIssue => ({
-  path: i.path.map(String).join(".") || "body",
-  message: i.message,
-});
-
-export const issuesMessage = (issues: FieldIssue[]) => issues.map((i) => `${i.path}: ${i.message}`).join("; ");
-
 /** What a client is told about an error: its code, a message naming the field, never internals. */
 export function describeError(error: TRPCError): ErrorBody {
   const issues = error.code === "BAD_REQUEST" ? zodIssues(error.cause) : null;
   if (issues) {
-    const list = issues.map(fieldIssue);
+    const list = fieldIssues(issues);
     return { code: "BAD_REQUEST", message: issuesMessage(list), issues: list };
   }
   if (error.code === "PARSE_ERROR") return { code: "BAD_REQUEST", message: "body: malformed JSON" };
