@@ -2,6 +2,7 @@ import { createKeyVerifier } from "./auth/keys";
 import { createRateLimiter, type RateLimiter } from "./api/rate-limit";
 import type { Config } from "./config";
 import type { Db } from "./db/client";
+import { createConfiguredGenerator, type Generator } from "./generator/generator";
 import type { Logger } from "./log";
 import { createMessageStore, type MessageStore } from "./messages/store";
 import { createNetwork, type NetworkDriver } from "./network";
@@ -13,6 +14,8 @@ export interface App {
   log: Logger;
   store: MessageStore;
   network: NetworkDriver;
+  /** Null when no OPENAI_API_KEY is set. */
+  generator: Generator | null;
   verifyKey: (key: string) => string | null;
   /** Per API key; absent when RATE_LIMIT_PER_MINUTE is 0. */
   keyLimiter: RateLimiter | null;
@@ -27,6 +30,7 @@ export function createApp(config: Config, db: Db, log: Logger): App {
     log,
     store: createMessageStore(db),
     network: createNetwork(config),
+    generator: createConfiguredGenerator(config),
     verifyKey: createKeyVerifier(db, config.API_KEYS),
     keyLimiter:
       config.RATE_LIMIT_PER_MINUTE > 0

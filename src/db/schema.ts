@@ -44,3 +44,17 @@ export const apiKeys = sqliteTable(
 
 export type MessageRow = typeof messages.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+/** Every generated reply, sent or not. */
+export const generations = sqliteTable("generations", {
+  id: text("id").primaryKey(),
+  phone: text("phone").notNull(),
+  body: text("body").notNull(),
+  model: text("model").notNull(),
+  language: text("language"),
+  createdAt: integer("created_at").notNull(),
+  /** The sent message, when the reply was sent. */
+  messageId: text("message_id"),
+});
+
+export type GenerationRow = typeof generations.$inferSelect;

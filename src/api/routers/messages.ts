@@ -7,6 +7,8 @@ import {
   sendOutput,
 } from "../../messages/schemas";
 import { listHistory, pollInbound, sendMessage } from "../../messages/service";
+import { generateInput, generateOutput } from "../../generator/schemas";
+import { generateReply } from "../../generator/service";
 import { authedProcedure, router } from "../trpc";
 
 const tags = ["messages"];
@@ -34,4 +36,14 @@ export const messagesRouter = (maxMessageLength: number) =>
       .input(historyInput)
       .output(historyOutput)
       .query(({ ctx, input }) => ({ success: true, ...listHistory(ctx.app.store, input) })),
+
+    generate: authedProcedure
+      .meta({ openapi: { method: "POST", path: "/api/generate", tags, summary: "Write a reply with the AI generator, and send it if asked", protect: true } })
+      .input(generateInput)
+      .output(generateOutput)
+      .mutation(async ({ ctx, input, signal }) => {
+        const { auto_send, ...request } = input;
+        const reply = await generateReply(ctx.app, { ...request, autoSend: auto_send === true }, signal);
+        return { success: true, generated_message: reply.text, message_id: reply.id, sent: reply.sent, timestamp: reply.timestamp };
+      }),
   });

@@ -1,0 +1,53 @@
+import { eq } from "drizzle-orm";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import { generations } from "../db/schema";
+import { AppError } from "../errors";
+import { sendMessage, type MessagingDeps } from "../messages/service";
+import { messageTextProblem } from "../messages/text";
+import { isoTime } from "../messages/time";
+import type { GenerateRequest, Generator } from "./generator";
+
+export interface GeneratorDeps extends MessagingDeps {
+  db: Db;
+  generator: Generator | null;
+  config: Pick<Config, "MAX_MESSAGE_LENGTH">;
+}
+
+export interface GeneratedReply {
+  text: string;
+  /** The sent message's id when sent, else the stored generation's. */
+  id: string;
+  sent: boolean;
+  timestamp: string;
+}
+
+export const NO_GENERATOR =
+  "generator not configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local OpenAI-compatible server)";
+
+/**
+ * Writes a reply with the generator and stores it; with `autoSend` it is sent exactly as
+ * POST /api/send would send it. Unusable text is a BAD_GATEWAY and nothing is sent.
+ */
+export async function generateReply(
+  deps: GeneratorDeps,
+  request: GenerateRequest & { autoSend?: boolean },
+  signal?: AbortSignal,
+): Promise<GeneratedReply> {
+  if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
+  const text = await deps.generator.generate(request, signal);
+  const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);
+  if (problem) throw new AppError("BAD_GATEWAY", `generator: the reply is unusable: it ${problem}`);
+
+  const createdAt = Date.now();
+  const id = Bun.randomUUIDv7();
+  deps.db
+    .insert(generations)
+    .values({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null, createdAt })
+    .run();
+  if (!request.autoSend) return { text, id, sent: false, timestamp: isoTime(createdAt) };
+
+  const sent = await sendMessage(deps, { phone: request.phone, message: text });
+  deps.db.update(generations).set({ messageId: sent.id }).where(eq(generations.id, id)).run();
+  return { text, id: sent.id, sent: true, timestamp: sent.timestamp };
+}
