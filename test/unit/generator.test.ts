@@ -1,0 +1,112 @@
+import { describe, expect, test } from "bun:test";
+import { FakeChatModel, FakeListChatModel } from "@langchain/core/utils/testing";
+import { openDb } from "../../src/db/client";
+import { generations } from "../../src/db/schema";
+import { AppError } from "../../src/errors";
+import { createGenerator, type Generator } from "../../src/generator/generator";
+import { countryLabel, isLanguage, languageLabel, promptValues } from "../../src/generator/prompt";
+import { generateReply } from "../../src/generator/service";
+import { createMessageStore } from "../../src/messages/store";
+import { createLoopbackNetwork } from "../../src/network/loopback";
+
+const turns = [
+  { role: "user" as const, content: "Hola, ¿abren mañana?" },
+  { role: "assistant" as const, content: "Sí, de 9 a 18." },
+  { role: "user" as const, content: "¿Y el domingo?" },
+];
+
+function deps(generator: Generator | null, maxLength = 10000) {
+  const db = openDb(":memory:");
+  return { db, store: createMessageStore(db), network: createLoopbackNetwork(), generator, config: { MAX_MESSAGE_LENGTH: maxLength } };
+}
+
+const listModel = (text: string, sleep?: number) =>
+  createGenerator({ chatModel: new FakeListChatModel({ responses: [text], sleep }), model: "fake", timeoutMs: 1000 });
+
+describe("prompt", () => {
+  test("a BCP 47 tag is named, a language name is kept", () => {
+    expect(languageLabel("es")).toBe("Spanish (es)");
+    expect(languageLabel("pt-BR")).toBe("Brazilian Portuguese (pt-BR)");
+    expect(languageLabel("Spanish")).toBe("Spanish");
+  });
+
+  test("languages are checked", () => {
+    expect(isLanguage("es")).toBe(true);
+    expect(isLanguage("zh-Hant-TW")).toBe(true);
+    expect(isLanguage("Klingon")).toBe(true);
+    expect(isLanguage("12")).toBe(false);
+    expect(isLanguage("{system}")).toBe(false);
+  });
+
+  test("the country is named from its code", () => {
+    expect(countryLabel("ES")).toBe("Spain (ES)");
+    expect(countryLabel(undefined)).toBe("an unknown country");
+  });
+
+  test("without a language the reply follows the last user turn; instructions default", () => {
+    const v = promptValues({ context: turns });
+    expect(v.language).toContain("language of the contact's last message");
+    expect(v.instructions).toContain("none");
+    expect(v.conversation.map((m) => m.getType())).toEqual(["human", "ai", "human"]);
+  });
+});
+
+describe("createGenerator", () => {
+  test("the model receives the system prompt, then the turns in order", async () => {
+    // FakeChatModel answers with the text of every message it received.
+    const generator = createGenerator({ chatModel: new FakeChatModel({}), model: "fake", timeoutMs: 1000 });
+    const text = await generator.generate({ phone: "+34612345678", context: turns, instructions: "Use {braces} literally", language: "fr" });
+    expect(text).toContain("Instructions from the sender: Use {braces} literally");
+    expect(text).toContain("French (fr)");
+    expect(text).toContain("Spain (ES)");
+    const order = turns.map((t) => text.indexOf(t.content));
+    expect(order.every((i) => i > 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+
+  test("a model slower than the limit is a BAD_GATEWAY naming the limit", async () => {
+    const generator = createGenerator({ chatModel: new FakeListChatModel({ responses: ["late"], sleep: 500 }), model: "fake", timeoutMs: 50 });
+    const err = await generator.generate({ phone: "+14155550123", context: turns }).catch((e) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe("BAD_GATEWAY");
+    expect(err.message).toContain("GENERATOR_TIMEOUT_MS");
+  });
+});
+
+describe("generateReply", () => {
+  test("without auto_send the generation is stored and nothing is sent", async () => {
+    const d = deps(listModel("  Hello there!  "));
+    const reply = await generateReply(d, { phone: "+14155550123", context: turns });
+    expect(reply).toMatchObject({ text: "Hello there!", sent: false });
+    expect(d.store.history("+14155550123", 10, 0).total).toBe(0);
+    const stored = d.db.select().from(generations).all();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({ id: reply.id, body: "Hello there!", model: "fake", messageId: null });
+  });
+
+  test("with auto_send the reply is sent and message_id is the sent message", async () => {
+    const d = deps(listModel("On its way."));
+    const reply = await generateReply(d, { phone: "+14155550123", context: turns, autoSend: true });
+    expect(reply.sent).toBe(true);
+    const sent = d.store.get(reply.id);
+    expect(sent).toMatchObject({ body: "On its way.", direction: "outbound", status: "delivered" });
+    expect(d.db.select().from(generations).all()[0]?.messageId).toBe(reply.id);
+  });
+
+  test("no generator: SERVICE_UNAVAILABLE naming OPENAI_API_KEY", async () => {
+    const err = await generateReply(deps(null), { phone: "+14155550123", context: turns }).catch((e) => e);
+    expect(err.code).toBe("SERVICE_UNAVAILABLE");
+    expect(err.message).toContain("OPENAI_API_KEY");
+  });
+
+  test.each([
+    ["empty", "   ", 100],
+    ["over-long", "x".repeat(11), 10],
+  ])("%s text is a BAD_GATEWAY and nothing is sent", async (_name, text, max) => {
+    const d = deps(listModel(text), max);
+    const err = await generateReply(d, { phone: "+14155550123", context: turns, autoSend: true }).catch((e) => e);
+    expect(err.code).toBe("BAD_GATEWAY");
+    expect(d.store.history("+14155550123", 10, 0).total).toBe(0);
+    expect(d.db.select().from(generations).all()).toHaveLength(0);
+  });
+});
