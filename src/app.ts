@@ -4,6 +4,7 @@ import type { Config } from "./config";
 import type { Db } from "./db/client";
 import { createConfiguredGenerator, type Generator } from "./generator/generator";
 import type { Logger } from "./log";
+import { createIdempotencyStore, type IdempotencyStore } from "./messages/idempotency";
 import { createMessageStore, type MessageStore } from "./messages/store";
 import { createNetwork, type NetworkDriver } from "./network";
 
@@ -13,6 +14,7 @@ export interface App {
   db: Db;
   log: Logger;
   store: MessageStore;
+  idempotency: IdempotencyStore;
   network: NetworkDriver;
   /** Null when no OPENAI_API_KEY is set. */
   generator: Generator | null;
@@ -29,6 +31,7 @@ export function createApp(config: Config, db: Db, log: Logger): App {
     db,
     log,
     store: createMessageStore(db),
+    idempotency: createIdempotencyStore(db),
     network: createNetwork(config),
     generator: createConfiguredGenerator(config),
     verifyKey: createKeyVerifier(db, config.API_KEYS),

@@ -6,6 +6,9 @@ import { openDb } from "./db/client";
 import { createLogger, errorText } from "./log";
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/** A send still `queued` after this was cut off by a crash (drivers give up far sooner). */
+const STALE_QUEUED_MS = 2 * 60_000;
+const MAINTENANCE_EVERY_MS = 60_000;
 
 function configOrExit(): Config {
   try {
@@ -30,6 +33,15 @@ if (config.API_KEYS.length === 0 && countActiveKeys(db) === 0) {
   );
 }
 
+function maintain() {
+  const failed = app.store.failStaleQueued(STALE_QUEUED_MS);
+  if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
+  const purged = app.idempotency.purgeExpired();
+  if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
+}
+maintain();
+const maintenance = setInterval(maintain, MAINTENANCE_EVERY_MS);
+
 const http = createHttpHandler(app);
 const server = Bun.serve({
   port: config.PORT,
@@ -52,6 +64,7 @@ let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
+  clearInterval(maintenance);
   log.info("shutting down", { signal });
   const timer = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");

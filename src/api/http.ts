@@ -192,6 +192,7 @@ export function createHttpHandler(app: App): HttpHandler {
   return {
     async fetch(req, ip) {
       const requestId = Bun.randomUUIDv7();
+      const started = performance.now();
       let res: Response;
       try {
         res = await route(req, ip, requestId);
@@ -203,6 +204,13 @@ export function createHttpHandler(app: App): HttpHandler {
         }
       }
       res.headers.set("X-Request-Id", requestId);
+      app.log.info("request", {
+        requestId,
+        method: req.method,
+        path: req.url.slice(req.url.indexOf("/", 8)).split("?")[0],
+        status: res.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+      });
       return res;
     },
   };

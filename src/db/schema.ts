@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const messages = sqliteTable(
   "messages",
@@ -23,6 +23,7 @@ export const messages = sqliteTable(
     index("messages_inbound_timestamp_idx").on(t.timestamp).where(sql`direction = 'inbound'`),
     index("messages_inbound_phone_timestamp_idx").on(t.phone, t.timestamp).where(sql`direction = 'inbound'`),
     uniqueIndex("messages_network_id_uq").on(t.network, t.direction, t.networkId),
+    index("messages_queued_idx").on(t.updatedAt).where(sql`status = 'queued'`),
   ],
 );
 
@@ -58,3 +59,24 @@ export const generations = sqliteTable("generations", {
 });
 
 export type GenerationRow = typeof generations.$inferSelect;
+
+/** Idempotency-Key records (CONTRACT §6): a request's answer, kept for 24 hours. */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    /** Whose key: an API key's id, or a workflow's name. */
+    scope: text("scope").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of the route and the parsed request: the same key with another body is a conflict. */
+    fingerprint: text("fingerprint").notNull(),
+    state: text("state", { enum: ["pending", "done"] }).notNull(),
+    /** The answer to replay; on a pending row, the answer to give once its message is sent. */
+    response: text("response"),
+    /** The message this request sends, once stored. */
+    messageId: text("message_id"),
+    /** A pending row without a message may be taken over after this (its process died). */
+    lockedUntil: integer("locked_until").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.key] }), index("idempotency_created_idx").on(t.createdAt)],
+);

@@ -3,6 +3,7 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { generations } from "../db/schema";
 import { AppError } from "../errors";
+import type { Claim } from "../messages/idempotency";
 import { sendMessage, type MessagingDeps } from "../messages/service";
 import { messageTextProblem } from "../messages/text";
 import { isoTime } from "../messages/time";
@@ -22,6 +23,15 @@ export interface GeneratedReply {
   timestamp: string;
 }
 
+/** The answer of POST /api/generate. */
+export const generatedAnswer = (reply: GeneratedReply) => ({
+  success: true,
+  generated_message: reply.text,
+  message_id: reply.id,
+  sent: reply.sent,
+  timestamp: reply.timestamp,
+});
+
 export const NO_GENERATOR =
   "generator not configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local OpenAI-compatible server)";
 
@@ -32,10 +42,10 @@ export const NO_GENERATOR =
 export async function generateReply(
   deps: GeneratorDeps,
   request: GenerateRequest & { autoSend?: boolean },
-  signal?: AbortSignal,
+  opts: { signal?: AbortSignal; claim?: Claim } = {},
 ): Promise<GeneratedReply> {
   if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
-  const text = await deps.generator.generate(request, signal);
+  const text = await deps.generator.generate(request, opts.signal);
   const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);
   if (problem) throw new AppError("BAD_GATEWAY", `generator: the reply is unusable: it ${problem}`);
 
@@ -47,7 +57,12 @@ export async function generateReply(
     .run();
   if (!request.autoSend) return { text, id, sent: false, timestamp: isoTime(createdAt) };
 
-  const sent = await sendMessage(deps, { phone: request.phone, message: text });
+  const { claim } = opts;
+  const sent = await sendMessage(
+    deps,
+    { phone: request.phone, message: text },
+    claim && { claim, answer: (record) => generatedAnswer({ text, id: record.id, sent: true, timestamp: record.timestamp }) },
+  );
   deps.db.update(generations).set({ messageId: sent.id }).where(eq(generations.id, id)).run();
   return { text, id: sent.id, sent: true, timestamp: sent.timestamp };
 }

@@ -2,6 +2,7 @@ import type { MessageRow } from "../db/schema";
 import { AppError } from "../errors";
 import { errorText } from "../log";
 import type { NetworkDriver } from "../network";
+import type { Claim, IdempotencyStore } from "./idempotency";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
 import type { MessageStore } from "./store";
 import { isoTime } from "./time";
@@ -9,7 +10,17 @@ import { isoTime } from "./time";
 export interface MessagingDeps {
   store: MessageStore;
   network: NetworkDriver;
+  idempotency: IdempotencyStore;
 }
+
+/** With an idempotency key: the claim, and the answer the request gives once sent. */
+export interface IdempotentSend {
+  claim: Claim;
+  answer: (record: MessageRecord) => unknown;
+}
+
+/** The answer of POST /api/send. */
+export const sentAnswer = (record: MessageRecord) => ({ success: true, message_id: record.id, timestamp: record.timestamp });
 
 export function toRecord(row: MessageRow): MessageRecord {
   const record: MessageRecord = {
@@ -28,8 +39,13 @@ export function toRecord(row: MessageRow): MessageRecord {
  * Sends a text: stored `queued` first so a crash never loses it, then handed to the
  * network. A refusal leaves it `failed` in history and throws BAD_GATEWAY.
  */
-export async function sendMessage(deps: MessagingDeps, input: { phone: string; message: string }): Promise<MessageRecord> {
-  const { row } = deps.store.insert({
+export async function sendMessage(
+  deps: MessagingDeps,
+  input: { phone: string; message: string },
+  idempotent?: IdempotentSend,
+): Promise<MessageRecord> {
+  const { row } = deps.store.insert(
+    {
     id: Bun.randomUUIDv7(),
     phone: input.phone,
     body: input.message,
@@ -37,7 +53,9 @@ export async function sendMessage(deps: MessagingDeps, input: { phone: string; m
     status: "queued",
     network: deps.network.name,
     networkId: null,
-  });
+    },
+    idempotent && ((stored) => deps.idempotency.attach(idempotent.claim, stored.id, idempotent.answer(toRecord(stored)))),
+  );
   try {
     const result = await deps.network.send({ id: row.id, phone: row.phone, text: row.body });
     deps.store.setStatus(row.id, result.status, { networkId: result.networkId ?? null });

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, max, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, lt, max, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { messages, type MessageRow } from "../db/schema";
 import { statusesBefore, type MessageStatus } from "./status";
@@ -64,7 +64,7 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
      * Stores a message with the next timestamp. With a `networkId` already stored for this
      * network and direction, stores nothing and returns the stored row (`created: false`).
      */
-    insert(message: NewMessage): { row: MessageRow; created: boolean } {
+    insert(message: NewMessage, inSameTransaction?: (row: MessageRow) => void): { row: MessageRow; created: boolean } {
       return db.transaction(
         () => {
           if (message.networkId != null) {
@@ -74,6 +74,7 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
           const timestamp = nextTimestamp();
           const row: MessageRow = { ...message, error: message.error ?? null, timestamp, updatedAt: timestamp };
           insertRow.run(row);
+          inSameTransaction?.(row);
           return { row, created: true };
         },
         { behavior: "immediate" },
@@ -89,6 +90,20 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
         .returning({ id: messages.id })
         .all();
       return changed.length > 0;
+    },
+
+    /**
+     * Fails outbound messages left `queued` for longer than `olderThanMs`: their process
+     * stopped before the network answered. They are not re-sent, since the network may
+     * have taken them; a client retry with its Idempotency-Key sends again.
+     */
+    failStaleQueued(olderThanMs: number): number {
+      return db
+        .update(messages)
+        .set({ status: "failed", error: "interrupted: the process stopped before the network confirmed the send", updatedAt: now() })
+        .where(and(eq(messages.status, "queued"), lt(messages.updatedAt, now() - olderThanMs)))
+        .returning({ id: messages.id })
+        .all().length;
     },
 
     get(id: string): MessageRow | undefined {

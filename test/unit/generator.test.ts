@@ -6,6 +6,7 @@ import { AppError } from "../../src/errors";
 import { createGenerator, type Generator } from "../../src/generator/generator";
 import { countryLabel, isLanguage, languageLabel, promptValues } from "../../src/generator/prompt";
 import { generateReply } from "../../src/generator/service";
+import { createIdempotencyStore } from "../../src/messages/idempotency";
 import { createMessageStore } from "../../src/messages/store";
 import { createLoopbackNetwork } from "../../src/network/loopback";
 
@@ -17,7 +18,14 @@ const turns = [
 
 function deps(generator: Generator | null, maxLength = 10000) {
   const db = openDb(":memory:");
-  return { db, store: createMessageStore(db), network: createLoopbackNetwork(), generator, config: { MAX_MESSAGE_LENGTH: maxLength } };
+  return {
+    db,
+    store: createMessageStore(db),
+    idempotency: createIdempotencyStore(db),
+    network: createLoopbackNetwork(),
+    generator,
+    config: { MAX_MESSAGE_LENGTH: maxLength },
+  };
 }
 
 const listModel = (text: string, sleep?: number) =>

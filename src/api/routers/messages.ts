@@ -6,12 +6,16 @@ import {
   sendInput,
   sendOutput,
 } from "../../messages/schemas";
-import { listHistory, pollInbound, sendMessage } from "../../messages/service";
+import { listHistory, pollInbound, sendMessage, sentAnswer } from "../../messages/service";
 import { generateInput, generateOutput } from "../../generator/schemas";
-import { generateReply } from "../../generator/service";
+import { generateReply, generatedAnswer } from "../../generator/service";
+import { idempotentMutation } from "../idempotency";
 import { authedProcedure, router } from "../trpc";
 
 const tags = ["messages"];
+
+/** How long an idempotency key stays locked by a request that stored nothing yet. */
+const SEND_LOCK_MS = 60_000;
 
 export const messagesRouter = (maxMessageLength: number) =>
   router({
@@ -19,10 +23,11 @@ export const messagesRouter = (maxMessageLength: number) =>
       .meta({ openapi: { method: "POST", path: "/api/send", tags, summary: "Send a text message", protect: true } })
       .input(sendInput(maxMessageLength))
       .output(sendOutput)
-      .mutation(async ({ ctx, input }) => {
-        const sent = await sendMessage(ctx.app, input);
-        return { success: true, message_id: sent.id, timestamp: sent.timestamp };
-      }),
+      .mutation(({ ctx, input }) =>
+        idempotentMutation(ctx, "send", input, SEND_LOCK_MS, async (claim) =>
+          sentAnswer(await sendMessage(ctx.app, input, claim && { claim, answer: sentAnswer })),
+        ),
+      ),
 
     // Declared before history: trpc-to-openapi takes the first route that matches.
     poll: authedProcedure
@@ -41,9 +46,11 @@ export const messagesRouter = (maxMessageLength: number) =>
       .meta({ openapi: { method: "POST", path: "/api/generate", tags, summary: "Write a reply with the AI generator, and send it if asked", protect: true } })
       .input(generateInput)
       .output(generateOutput)
-      .mutation(async ({ ctx, input, signal }) => {
+      .mutation(({ ctx, input, signal }) => {
         const { auto_send, ...request } = input;
-        const reply = await generateReply(ctx.app, { ...request, autoSend: auto_send === true }, signal);
-        return { success: true, generated_message: reply.text, message_id: reply.id, sent: reply.sent, timestamp: reply.timestamp };
+        const lockMs = ctx.app.config.GENERATOR_TIMEOUT_MS + SEND_LOCK_MS;
+        return idempotentMutation(ctx, "generate", input, lockMs, async (claim) =>
+          generatedAnswer(await generateReply(ctx.app, { ...request, autoSend: auto_send === true }, { signal, claim })),
+        );
       }),
   });
