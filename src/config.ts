@@ -55,7 +55,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? "environment");
     const value = env[name];
-    const shown = name === "API_KEYS" || name === "OPENAI_API_KEY" ? "" : ` (got "${value}")`;
+    // JSON quoting keeps the message on one line whatever the value holds.
+    const shown = name === "API_KEYS" || name === "OPENAI_API_KEY" ? "" : ` (got ${JSON.stringify(value)})`;
     throw new ConfigError(`invalid environment variable ${name}: ${issue.message}${shown}`);
   }
   return parsed.data;

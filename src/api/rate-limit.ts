@@ -17,7 +17,7 @@ interface Bucket {
 
 /**
  * Token buckets by id: `burst` tokens, refilled at `perMinute`. Full buckets are dropped
- * when the map grows, so memory stays bounded by the clients active in the last minutes.
+ * when the map grows, then the oldest, so memory stays bounded by `maxIds`.
  */
 export function createRateLimiter(opts: { perMinute: number; burst: number; now?: () => number; maxIds?: number }) {
   const now = opts.now ?? Date.now;
@@ -34,6 +34,11 @@ export function createRateLimiter(opts: { perMinute: number; burst: number; now?
     for (const [id, b] of buckets) {
       refill(b, t);
       if (b.tokens >= opts.burst) buckets.delete(id);
+    }
+    // Still full of active ids: forget the longest-known ones, a bounded map matters more.
+    for (const id of buckets.keys()) {
+      if (buckets.size < maxIds) break;
+      buckets.delete(id);
     }
   };
 

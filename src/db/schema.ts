@@ -80,3 +80,47 @@ export const idempotencyKeys = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.scope, t.key] }), index("idempotency_created_idx").on(t.createdAt)],
 );
+
+/** One row a workflow: its poll cursor, its backoff and the lease that keeps runs from overlapping. */
+export const workflows = sqliteTable("workflows", {
+  name: text("name").primaryKey(),
+  /** Timestamp (ms) of the last inbound message a successful run polled. */
+  cursor: integer("cursor").notNull(),
+  /** Failed runs in a row. */
+  failures: integer("failures").notNull().default(0),
+  /** No scheduled run before this (ms), after failures. */
+  backoffUntil: integer("backoff_until"),
+  leaseOwner: text("lease_owner"),
+  leaseUntil: integer("lease_until"),
+  createdAt: integer("created_at").notNull(),
+});
+
+/** A workflow's own JSON values (`ctx.state`). */
+export const workflowState = sqliteTable(
+  "workflow_state",
+  {
+    workflow: text("workflow").notNull(),
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workflow, t.key] })],
+);
+
+/** Every run of every workflow. */
+export const workflowRuns = sqliteTable(
+  "workflow_runs",
+  {
+    id: text("id").primaryKey(),
+    workflow: text("workflow").notNull(),
+    trigger: text("trigger", { enum: ["schedule", "manual"] }).notNull(),
+    dryRun: integer("dry_run", { mode: "boolean" }).notNull(),
+    startedAt: integer("started_at").notNull(),
+    endedAt: integer("ended_at"),
+    status: text("status", { enum: ["running", "ok", "error", "timeout"] }).notNull(),
+    error: text("error"),
+    /** Inbound messages the run polled. */
+    handled: integer("handled").notNull().default(0),
+  },
+  (t) => [index("workflow_runs_workflow_started_idx").on(t.workflow, t.startedAt)],
+);

@@ -10,7 +10,11 @@ const HAS_ZONE = /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/;
  * Returns null for anything else.
  */
 export function parseIsoInstant(value: string): number | null {
-  const v = value.trim();
+  // ISO 8601 also writes offsets as ±hhmm and ±hh; zod's check wants ±hh:mm.
+  const v = value
+    .trim()
+    .replace(/(T[\d:.,]+[+-]\d{2})(\d{2})$/, "$1:$2")
+    .replace(/(T[\d:.,]+[+-]\d{2})$/, "$1:00");
   let text: string;
   if (isoDate.safeParse(v).success) text = `${v}T00:00:00Z`;
   else if (isoDateTime.safeParse(v).success) text = HAS_ZONE.test(v) ? v : `${v}Z`;

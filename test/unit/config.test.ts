@@ -1,0 +1,130 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig, type Config } from "../../src/config";
+import { thrownBy } from "./helpers";
+
+const DEFAULTS: Config = {
+  PORT: 3000,
+  HOST: "127.0.0.1",
+  DATABASE_URL: "./data/textwire.db",
+  API_KEYS: [],
+  NETWORK: "loopback",
+  OPENAI_API_KEY: "",
+  OPENAI_MODEL: "gpt-4o-mini",
+  GENERATOR_TIMEOUT_MS: 30000,
+  MAX_MESSAGE_LENGTH: 10000,
+  RATE_LIMIT_PER_MINUTE: 600,
+  RATE_LIMIT_BURST: 60,
+  WORKFLOWS_DIR: "./workflows",
+  LOG_LEVEL: "info",
+};
+
+const KEY_1 = "k1_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const KEY_2 = "k2-bbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+/** The ConfigError that `env` causes; fails the test when it loads. */
+function configError(env: Record<string, string>): ConfigError {
+  const err = thrownBy(() => loadConfig(env));
+  expect(err).toBeInstanceOf(ConfigError);
+  return err as ConfigError;
+}
+
+describe("defaults (CONTRACT §1)", () => {
+  test("an empty environment gives every default", () => {
+    expect(loadConfig({})).toEqual(DEFAULTS);
+  });
+
+  test("an empty string counts as unset", () => {
+    const empty = Object.fromEntries(Object.keys(DEFAULTS).map((k) => [k, ""]));
+    expect(loadConfig(empty)).toEqual(DEFAULTS);
+  });
+
+  test("variables Textwire does not read are ignored", () => {
+    expect(loadConfig({ PATH: "/usr/bin", HOME: "/root", NODE_ENV: "production" })).toEqual(DEFAULTS);
+  });
+});
+
+describe("values are parsed", () => {
+  test("numbers, lists and enums", () => {
+    const config = loadConfig({
+      PORT: "8080",
+      HOST: "0.0.0.0",
+      DATABASE_URL: ":memory:",
+      API_KEYS: ` ${KEY_1} ,${KEY_2},`,
+      MAX_MESSAGE_LENGTH: "160",
+      RATE_LIMIT_PER_MINUTE: "0",
+      RATE_LIMIT_BURST: "5",
+      LOG_LEVEL: "debug",
+      OPENAI_BASE_URL: "http://localhost:11434/v1",
+    });
+    expect(config).toMatchObject({
+      PORT: 8080,
+      HOST: "0.0.0.0",
+      DATABASE_URL: ":memory:",
+      API_KEYS: [KEY_1, KEY_2],
+      MAX_MESSAGE_LENGTH: 160,
+      RATE_LIMIT_PER_MINUTE: 0,
+      RATE_LIMIT_BURST: 5,
+      LOG_LEVEL: "debug",
+      OPENAI_BASE_URL: "http://localhost:11434/v1",
+    });
+  });
+
+  test("PORT 0 (any free port) and 65535 are allowed", () => {
+    expect(loadConfig({ PORT: "0" }).PORT).toBe(0);
+    expect(loadConfig({ PORT: "65535" }).PORT).toBe(65535);
+  });
+});
+
+describe("a bad value is one line naming the variable", () => {
+  test.each([
+    ["PORT", "abc"],
+    ["PORT", "70000"],
+    ["PORT", "-1"],
+    ["PORT", "3.5"],
+    ["MAX_MESSAGE_LENGTH", "0"],
+    ["RATE_LIMIT_BURST", "0"],
+    ["GENERATOR_TIMEOUT_MS", "soon"],
+    ["LOG_LEVEL", "loud"],
+    ["NETWORK", "carrier-pigeon"],
+    ["OPENAI_BASE_URL", "not a url"],
+  ])("%s=%p", (name, value) => {
+    const err = configError({ [name]: value });
+    expect(err.message).toContain(name);
+    expect(err.message).not.toContain("\n");
+    expect(err.message).toContain(value);
+  });
+
+  test("a valid variable is not blamed for another's mistake", () => {
+    const err = configError({ PORT: "8080", LOG_LEVEL: "loud" });
+    expect(err.message).toContain("LOG_LEVEL");
+    expect(err.message).not.toContain("PORT");
+  });
+
+  // A quoted .env value may hold a newline; CONTRACT §1 asks for one line.
+  test("a value with a newline still gives one line", () => {
+    const err = configError({ PORT: "80\n80" });
+    expect(err.message).toContain("PORT");
+    expect(err.message).not.toContain("\n");
+  });
+});
+
+describe("API keys are never echoed", () => {
+  test("a short key is refused, naming API_KEYS, without showing the value", () => {
+    const err = configError({ API_KEYS: "tooshortkey123" });
+    expect(err.message).toContain("API_KEYS");
+    expect(err.message).not.toContain("\n");
+    expect(err.message).not.toContain("tooshortkey123");
+  });
+
+  test("one bad key among good ones: none of them is shown", () => {
+    const err = configError({ API_KEYS: `${KEY_1},short!,${KEY_2}` });
+    expect(err.message).toContain("API_KEYS");
+    for (const part of [KEY_1, KEY_2, "short!"]) expect(err.message).not.toContain(part);
+  });
+
+  test("a key with characters outside the URL-safe set is refused", () => {
+    const err = configError({ API_KEYS: "aaaaaaaaaaaaaaaaaaaaaaaaaaaa+/" });
+    expect(err.message).toContain("API_KEYS");
+    expect(err.message).not.toContain("aaaaaaaaaaaaaaaaaaaaaaaaaaaa+/");
+  });
+});
