@@ -7,6 +7,11 @@ import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
 import { inboundInput, sendInput } from "./messages/schemas";
 import { recordInbound, sendMessage } from "./messages/service";
+import { Cron } from "croner";
+import { loadWorkflows } from "./workflows/loader";
+import { runWorkflow } from "./workflows/runner";
+import { unmetRequirement } from "./workflows/scheduler";
+import { runnerDeps } from "./workflows/worker";
 
 const USAGE = `usage: bun run textwire <command>
 
@@ -15,6 +20,10 @@ const USAGE = `usage: bun run textwire <command>
   keys revoke NAME          revoke a key; it stops working at once
   send PHONE MESSAGE        send a message, e.g. send +14155550123 "Hello"
   inbound PHONE MESSAGE     deliver an inbound message on the loopback network
+  workflows list            workflows in WORKFLOWS_DIR: schedule, next run, last result
+  workflows run NAME [--dry-run]
+                            run one workflow now and print its result; with --dry-run
+                            nothing is sent and the cursor stays
 
 Configuration comes from the same environment as the server (DATABASE_URL, NETWORK, ...).`;
 
@@ -68,11 +77,57 @@ async function keys(args: string[]) {
   }
 }
 
+async function workflows(args: string[]) {
+  const [sub, ...rest] = args;
+  const app = openApp();
+  try {
+    if (app.config.WORKFLOWS_DIR === "off") throw new UsageError("WORKFLOWS_DIR is off");
+    const { workflows: loaded, problems } = await loadWorkflows(app.config.WORKFLOWS_DIR);
+    for (const p of problems) process.stderr.write(`skipped ${p.path}: ${p.reason}\n`);
+    const deps = runnerDeps(app, app.log);
+    switch (sub) {
+      case "list": {
+        if (loaded.length === 0) return print(`no workflows in ${app.config.WORKFLOWS_DIR}`);
+        const lines = ["NAME".padEnd(20) + "SCHEDULE".padEnd(18) + "TIMEZONE".padEnd(16) + "NEXT RUN".padEnd(26) + "LAST RESULT"];
+        for (const wf of loaded) {
+          const timezone = wf.timezone ?? "UTC";
+          const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
+          const next = unmet ? "not scheduled" : (new Cron(wf.schedule, { timezone, paused: true }).nextRun()?.toISOString() ?? "never");
+          const last = deps.store.lastRun(wf.name);
+          const result = last
+            ? `${last.status}${last.error ? ` (${last.error})` : ""} at ${new Date(last.startedAt).toISOString()}, ${last.handled} handled`
+            : "never run";
+          lines.push(wf.name.padEnd(20) + wf.schedule.padEnd(18) + timezone.padEnd(16) + next.padEnd(26) + result);
+        }
+        return print(lines.join("\n"));
+      }
+      case "run": {
+        const { values, positionals } = parseArgs({ args: rest, options: { "dry-run": { type: "boolean" } }, strict: true, allowPositionals: true });
+        const [name] = expectArgs(positionals, ["NAME"]);
+        const wf = loaded.find((w) => w.name === name);
+        if (!wf) throw new UsageError(`no workflow named "${name}" in ${app.config.WORKFLOWS_DIR}`);
+        const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
+        if (unmet) throw new AppError("SERVICE_UNAVAILABLE", `workflow ${name} ${unmet.replace("; not scheduled", "")}`);
+        const result = await runWorkflow(deps, wf, { trigger: "manual", dryRun: values["dry-run"] ?? false });
+        print(result);
+        if (result.status !== "ok") process.exitCode = 1;
+        return;
+      }
+      default:
+        throw new UsageError(`unknown workflows command ${sub ? `"${sub}"` : "(none)"}; use list or run`);
+    }
+  } finally {
+    app.db.$client.close();
+  }
+}
+
 async function main(argv: string[]) {
   const [command, ...args] = argv;
   switch (command) {
     case "keys":
       return keys(args);
+    case "workflows":
+      return workflows(args);
     case "send": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
       const app = openApp();

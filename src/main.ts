@@ -1,64 +1,87 @@
 import { createHttpHandler } from "./api/http";
-import { createApp } from "./app";
+import { createApp, type App } from "./app";
 import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
 import { openDb } from "./db/client";
-import { createLogger, errorText } from "./log";
+import { createLogger, errorText, type Logger } from "./log";
+import { startWorker } from "./workflows/worker";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 /** A send still `queued` after this was cut off by a crash (drivers give up far sooner). */
 const STALE_QUEUED_MS = 2 * 60_000;
 const MAINTENANCE_EVERY_MS = 60_000;
+const MODES = ["all", "api", "worker"] as const;
+type Mode = (typeof MODES)[number];
+
+function fail(message: string): never {
+  process.stderr.write(`textwire: ${message}\n`);
+  process.exit(1);
+}
+
+function modeOf(arg: string | undefined): Mode {
+  const mode = arg ?? "all";
+  if (!(MODES as readonly string[]).includes(mode)) fail(`unknown mode "${mode}"; use all, api or worker`);
+  return mode as Mode;
+}
 
 function configOrExit(): Config {
   try {
     return loadConfig();
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`textwire: ${err.message}\n`);
-    process.exit(1);
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
   }
 }
 
+/** Creates a key when none exists at all, and prints it: the only time a key is written out. */
+function ensureSomeKey(app: App) {
+  if (app.config.API_KEYS.length > 0 || countActiveKeys(app.db) > 0) return;
+  const { key } = createKey(app.db, "default");
+  process.stdout.write(`\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`);
+}
+
+function startMaintenance(app: App, log: Logger) {
+  const maintain = () => {
+    const failed = app.store.failStaleQueued(STALE_QUEUED_MS);
+    if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
+    const purged = app.idempotency.purgeExpired();
+    if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
+  };
+  maintain();
+  return setInterval(maintain, MAINTENANCE_EVERY_MS);
+}
+
+function startHttp(app: App, log: Logger) {
+  const http = createHttpHandler(app);
+  const server = Bun.serve({
+    port: app.config.PORT,
+    hostname: app.config.HOST,
+    // Bodies are limited by the handler (1 MiB, read as a stream), so that every oversized
+    // body gets the JSON 413 rather than Bun's empty one.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    fetch: (req, srv) => http.fetch(req, srv.requestIP(req)?.address ?? "unknown"),
+    error(err) {
+      log.error("unhandled server error", { error: errorText(err) });
+      return Response.json(
+        { success: false, error: { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" } },
+        { status: 500 },
+      );
+    },
+  });
+  log.info(`listening on http://${server.hostname}:${server.port}`, { network: app.network.name });
+  return server;
+}
+
+const mode = modeOf(process.argv[2]);
 const config = configOrExit();
 const log = createLogger(config.LOG_LEVEL);
 const db = openDb(config.DATABASE_URL);
 const app = createApp(config, db, log);
 
-if (config.API_KEYS.length === 0 && countActiveKeys(db) === 0) {
-  const { key } = createKey(db, "default");
-  // The only time a key is ever written out: it is stored as a hash.
-  process.stdout.write(
-    `\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`,
-  );
-}
-
-function maintain() {
-  const failed = app.store.failStaleQueued(STALE_QUEUED_MS);
-  if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
-  const purged = app.idempotency.purgeExpired();
-  if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
-}
-maintain();
-const maintenance = setInterval(maintain, MAINTENANCE_EVERY_MS);
-
-const http = createHttpHandler(app);
-const server = Bun.serve({
-  port: config.PORT,
-  hostname: config.HOST,
-  // Bodies are limited by the handler (1 MiB, read as a stream), so that every oversized
-  // body gets the JSON 413 rather than Bun's empty one.
-  maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-  fetch: (req, srv) => http.fetch(req, srv.requestIP(req)?.address ?? "unknown"),
-  error(err) {
-    log.error("unhandled server error", { error: errorText(err) });
-    return Response.json(
-      { success: false, error: { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" } },
-      { status: 500 },
-    );
-  },
-});
-log.info(`listening on http://${server.hostname}:${server.port}`, { network: app.network.name });
+const maintenance = mode === "worker" ? undefined : startMaintenance(app, log);
+if (mode !== "worker") ensureSomeKey(app);
+const server = mode === "worker" ? undefined : startHttp(app, log);
+const worker = mode === "api" ? undefined : await startWorker(app, log);
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -66,13 +89,13 @@ async function shutdown(signal: string) {
   stopping = true;
   clearInterval(maintenance);
   log.info("shutting down", { signal });
-  const timer = setTimeout(() => {
+  const forced = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");
     db.$client.close();
     process.exit(0);
-  }, SHUTDOWN_GRACE_MS);
-  await server.stop(false);
-  clearTimeout(timer);
+  }, SHUTDOWN_GRACE_MS + 1000);
+  await Promise.all([server?.stop(false), worker?.stop(SHUTDOWN_GRACE_MS)]);
+  clearTimeout(forced);
   db.$client.close();
   log.info("stopped");
   process.exit(0);

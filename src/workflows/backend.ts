@@ -1,0 +1,60 @@
+import type { App } from "../app";
+import { generateReply } from "../generator/service";
+import { fingerprint, runIdempotent } from "../messages/idempotency";
+import type { MessageRecord } from "../messages/schemas";
+import { listHistory, pollInbound, sendMessage } from "../messages/service";
+import type { ContextTurn } from "./define";
+
+/** The messaging operations a workflow run uses, whether the messages live here or on a remote server. */
+export interface MessagingBackend {
+  readonly hasGenerator: boolean;
+  poll(input: { since: number; phone?: string; limit: number }): Promise<{ messages: MessageRecord[]; hasMore: boolean }>;
+  history(input: { phone: string; limit: number; offset: number }): Promise<{ messages: MessageRecord[]; total: number }>;
+  generate(input: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }, signal: AbortSignal): Promise<{ id: string; text: string }>;
+  /**
+   * Sends once per key: a second call with the same key returns the first send
+   * (`replayed`). With `anyText`, the key alone decides, whatever the text.
+   */
+  send(
+    input: { phone: string; message: string },
+    idempotency?: { key: string; anyText: boolean },
+  ): Promise<{ record: Pick<MessageRecord, "id" | "timestamp" | "status">; replayed: boolean }>;
+}
+
+/** Workflows' idempotency keys live apart from API keys' ones. */
+const WORKFLOW_SCOPE = "workflows";
+/** How long a reply's key stays locked by a run that stored nothing yet. */
+const SEND_LOCK_MS = 60_000;
+
+/** The backend over this process's own service functions (never HTTP to itself). */
+export function createLocalBackend(app: App): MessagingBackend {
+  return {
+    hasGenerator: app.generator !== null,
+    async poll({ since, phone, limit }) {
+      const page = pollInbound(app.store, { since, phone, limit });
+      return { messages: page.messages, hasMore: page.has_more };
+    },
+    async history(input) {
+      const page = listHistory(app.store, input);
+      return { messages: page.messages, total: page.total };
+    },
+    async generate(input, signal) {
+      const reply = await generateReply(app, input, { signal });
+      return { id: reply.id, text: reply.text };
+    },
+    async send(input, idempotency) {
+      if (!idempotency) return { record: await sendMessage(app, input), replayed: false };
+      const print = fingerprint("send", idempotency.anyText ? { phone: input.phone } : input);
+      const answer = (r: MessageRecord) => ({ id: r.id, timestamp: r.timestamp, status: r.status });
+      const { answer: record, replayed } = await runIdempotent(
+        app.idempotency,
+        { scope: WORKFLOW_SCOPE, key: idempotency.key },
+        print,
+        SEND_LOCK_MS,
+        async (claim) => answer(await sendMessage(app, input, { claim, answer })),
+      );
+      return { record, replayed };
+    },
+  };
+}
+

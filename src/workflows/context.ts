@@ -1,0 +1,106 @@
+import { AppError, parseInput } from "../errors";
+import { generateInput } from "../generator/schemas";
+import type { Logger } from "../log";
+import { MAX_PAGE, phoneSchema, sendInput } from "../messages/schemas";
+import type { MessagingBackend } from "./backend";
+import type { SentMessage, WorkflowContext } from "./define";
+import type { WorkflowStore } from "./store";
+
+/** What one run's context keeps track of, for the runner to commit at the end. */
+export interface RunTrack {
+  /** Timestamp of the last inbound message an unfiltered poll returned. */
+  cursor: number;
+  /** Distinct inbound messages polled. */
+  handled: Set<string>;
+  /** What send and reply sent (or would have, in a dry run). */
+  sends: SentMessage[];
+}
+
+export function replyKey(workflow: string, inboundId: string): string {
+  return `workflow:${workflow}:reply:${inboundId}`;
+}
+
+/**
+ * The `ctx` of one run, over the same service functions as the API. Every call checks the
+ * run's signal first, so a timed-out or stopped run cannot send anything more.
+ */
+export function createWorkflowContext(opts: {
+  workflow: string;
+  backend: MessagingBackend;
+  store: WorkflowStore;
+  maxMessageLength: number;
+  cursor: number;
+  dryRun: boolean;
+  signal: AbortSignal;
+  log: Logger;
+}): { ctx: WorkflowContext; track: RunTrack } {
+  const { workflow, backend, store, dryRun, signal } = opts;
+  const track: RunTrack = { cursor: opts.cursor, handled: new Set(), sends: [] };
+  const dryState = new Map<string, unknown>();
+  let dryIds = 0;
+
+  const live = () => {
+    if (signal.aborted) throw new AppError("SERVICE_UNAVAILABLE", `run stopped: ${String(signal.reason ?? "aborted")}`);
+  };
+  const send = async (input: { phone: string; message: string }, idempotency?: { key: string; anyText: boolean }) => {
+    live();
+    const valid = parseInput(sendInput(opts.maxMessageLength), input);
+    let sent: SentMessage;
+    if (dryRun) {
+      sent = { id: `dry-run-${++dryIds}`, ...valid, timestamp: new Date().toISOString(), status: "queued", dryRun: true, replayed: false };
+    } else {
+      const { record, replayed } = await backend.send(valid, idempotency);
+      sent = { ...valid, ...record, dryRun: false, replayed };
+    }
+    track.sends.push(sent);
+    return sent;
+  };
+
+  const ctx: WorkflowContext = {
+    async poll(o = {}) {
+      live();
+      const phone = o.phone === undefined ? undefined : parseInput(phoneSchema, o.phone);
+      const limit = Math.min(Math.max(1, Math.floor(o.limit ?? MAX_PAGE)), MAX_PAGE);
+      const { messages } = await backend.poll({ since: track.cursor, phone, limit });
+      for (const m of messages) track.handled.add(m.id);
+      // A filtered poll is a view: moving the cursor past it would skip other contacts.
+      if (!phone && messages.length) track.cursor = Date.parse(messages[messages.length - 1]!.timestamp);
+      return messages;
+    },
+    async history(phone, o = {}) {
+      live();
+      return backend.history({
+        phone: parseInput(phoneSchema, phone),
+        limit: Math.min(Math.max(1, Math.floor(o.limit ?? 50)), MAX_PAGE),
+        offset: Math.max(0, Math.floor(o.offset ?? 0)),
+      });
+    },
+    async generate(req) {
+      live();
+      if (!backend.hasGenerator) throw new AppError("SERVICE_UNAVAILABLE", "ctx.generate: generator not configured: set OPENAI_API_KEY");
+      const valid = parseInput(generateInput, req);
+      return backend.generate(valid, signal);
+    },
+    send({ idempotencyKey, ...input }) {
+      return send(input, idempotencyKey === undefined ? undefined : { key: `workflow:${workflow}:send:${idempotencyKey}`, anyText: false });
+    },
+    reply(inbound, message) {
+      return send({ phone: inbound.phone, message }, { key: replyKey(workflow, inbound.id), anyText: true });
+    },
+    state: {
+      async get<T>(key: string) {
+        live();
+        return (dryRun && dryState.has(key) ? dryState.get(key) : store.getState(workflow, key)) as T | undefined;
+      },
+      async set(key, value) {
+        live();
+        if (dryRun) dryState.set(key, value);
+        else store.setState(workflow, key, value);
+      },
+    },
+    log: opts.log,
+    signal,
+    dryRun,
+  };
+  return { ctx, track };
+}

@@ -1,0 +1,97 @@
+import { Cron } from "croner";
+import { z } from "zod";
+import type { ContextTurn } from "../generator/prompt";
+import type { Logger } from "../log";
+import type { MessageRecord } from "../messages/schemas";
+
+export type { ContextTurn } from "../generator/prompt";
+export type { MessageRecord } from "../messages/schemas";
+
+/** What `send` and `reply` return: the stored message, or in a dry run what would have been sent. */
+export interface SentMessage {
+  id: string;
+  phone: string;
+  message: string;
+  timestamp: string;
+  status: MessageRecord["status"];
+  /** True when nothing was sent (a dry run). */
+  dryRun: boolean;
+  /** True when an earlier send with the same key is returned and nothing new was sent. */
+  replayed: boolean;
+}
+
+export interface WorkflowContext {
+  /** Inbound messages after this workflow's cursor, oldest first. Each call continues after the last. */
+  poll(opts?: { phone?: string; limit?: number }): Promise<MessageRecord[]>;
+  /** One contact's messages, newest first. */
+  history(phone: string, opts?: { limit?: number; offset?: number }): Promise<{ messages: MessageRecord[]; total: number }>;
+  /** A reply written by the generator (stored, not sent). */
+  generate(req: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }): Promise<{ id: string; text: string }>;
+  /** Sends a message; with `idempotencyKey`, at most once per key and workflow. */
+  send(req: { phone: string; message: string; idempotencyKey?: string }): Promise<SentMessage>;
+  /** Replies to an inbound message: at most one reply per inbound message, whatever the text. */
+  reply(inbound: Pick<MessageRecord, "id" | "phone">, message: string): Promise<SentMessage>;
+  /** JSON values kept for this workflow between runs. */
+  state: {
+    get<T = unknown>(key: string): Promise<T | undefined>;
+    set(key: string, value: unknown): Promise<void>;
+  };
+  log: Logger;
+  /** Aborted when the run times out or the process shuts down. */
+  signal: AbortSignal;
+  /** True in a dry run: send and reply deliver nothing, state and cursor are not saved. */
+  dryRun: boolean;
+}
+
+export interface Workflow {
+  /** Unique: lowercase letters, digits and dashes. */
+  name: string;
+  /** croner pattern, 5 fields (minute first) or 6 (second first). */
+  schedule: string;
+  /** IANA zone of the schedule; default UTC. */
+  timezone?: string;
+  /** One run's time limit; default 60000. */
+  timeoutMs?: number;
+  /** `generator`: not scheduled when no generator is configured. */
+  requires?: "generator"[];
+  run(ctx: WorkflowContext): Promise<void> | void;
+}
+
+/** Only adds types: `export default defineWorkflow({ ... })`. */
+export function defineWorkflow(workflow: Workflow): Workflow {
+  return workflow;
+}
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The shape a workflow file's default export must have; messages name the field. */
+export const workflowShape = z
+  .object({
+    name: z.string({ error: "must be a string" }).regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, "must be lowercase letters, digits and dashes"),
+    schedule: z.string({ error: "must be a croner pattern string" }),
+    timezone: z.string({ error: "must be a string" }).refine(isTimeZone, "must be an IANA time zone, e.g. Europe/Madrid").optional(),
+    timeoutMs: z.number({ error: "must be a number" }).int().positive({ error: "must be a positive whole number" }).optional(),
+    requires: z.array(z.literal("generator", { error: 'may only hold "generator"' })).optional(),
+    run: z.custom<Workflow["run"]>((v) => typeof v === "function", { error: "must be a function run(ctx)" }),
+  })
+  .superRefine((wf, ctx) => {
+    const fields = wf.schedule.trim().split(/\s+/).length;
+    if (fields !== 5 && fields !== 6) {
+      ctx.addIssue({ code: "custom", path: ["schedule"], message: `must have 5 or 6 fields (got ${fields})` });
+      return;
+    }
+    try {
+      new Cron(wf.schedule, { paused: true, timezone: wf.timezone ?? "UTC" }).stop();
+    } catch (err) {
+      ctx.addIssue({ code: "custom", path: ["schedule"], message: `is not a valid pattern: ${(err as Error).message}` });
+    }
+  });

@@ -1,0 +1,94 @@
+import type { Logger } from "../log";
+import { errorText } from "../log";
+import type { MessagingBackend } from "./backend";
+import { createWorkflowContext } from "./context";
+import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
+import type { RunStatus, WorkflowStore } from "./store";
+
+export interface RunnerDeps {
+  backend: MessagingBackend;
+  store: WorkflowStore;
+  log: Logger;
+  maxMessageLength: number;
+  /** This process, as lease owner. */
+  owner: string;
+  /** How long a lease lasts unless renewed; renewed every third of it. */
+  leaseMs?: number;
+}
+
+export interface RunResult {
+  runId: string | null;
+  status: RunStatus | "skipped";
+  error?: string;
+  handled: number;
+  sends: SentMessage[];
+}
+
+export const DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * One run of a workflow: lease, record, run with its time limit, then commit the cursor
+ * (success) or count a failure (backoff), and let the lease go. `stop` aborts the run
+ * (shutdown). A dry run takes no lease and changes nothing but its run record.
+ */
+export async function runWorkflow(
+  deps: RunnerDeps,
+  wf: Workflow,
+  opts: { trigger: "schedule" | "manual"; dryRun?: boolean; stop?: AbortSignal },
+): Promise<RunResult> {
+  const dryRun = opts.dryRun ?? false;
+  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  const row = deps.store.ensure(wf.name);
+  if (!dryRun && !deps.store.acquireLease(wf.name, deps.owner, leaseMs)) {
+    return { runId: null, status: "skipped", error: "another run of this workflow is in progress", handled: 0, sends: [] };
+  }
+
+  const runId = Bun.randomUUIDv7();
+  const log = deps.log.child({ workflow: wf.name, runId });
+  const abort = new AbortController();
+  const timeoutMs = wf.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timer = setTimeout(() => abort.abort(`timed out after ${timeoutMs} ms`), timeoutMs);
+  const onStop = () => abort.abort("the process is shutting down");
+  opts.stop?.addEventListener("abort", onStop);
+  const renew = dryRun
+    ? undefined
+    : setInterval(() => {
+        if (!deps.store.renewLease(wf.name, deps.owner, leaseMs)) abort.abort("lost the lease to another process");
+      }, leaseMs / 3);
+
+  deps.store.startRun(runId, wf.name, opts.trigger, dryRun);
+  const { ctx, track } = createWorkflowContext({
+    workflow: wf.name,
+    backend: deps.backend,
+    store: deps.store,
+    maxMessageLength: deps.maxMessageLength,
+    cursor: row.cursor,
+    dryRun,
+    signal: abort.signal,
+    log,
+  });
+
+  let status: RunStatus = "ok";
+  let error: string | undefined;
+  try {
+    const aborted = new Promise<never>((_, reject) =>
+      abort.signal.addEventListener("abort", () => reject(new Error(String(abort.signal.reason))), { once: true }),
+    );
+    await Promise.race([Promise.resolve().then(() => wf.run(ctx)), aborted]);
+  } catch (err) {
+    status = abort.signal.aborted && String(abort.signal.reason).startsWith("timed out") ? "timeout" : "error";
+    error = errorText(err);
+  } finally {
+    clearTimeout(timer);
+    clearInterval(renew);
+    opts.stop?.removeEventListener("abort", onStop);
+    if (!abort.signal.aborted) abort.abort("run finished");
+  }
+
+  const handled = track.handled.size;
+  deps.store.finishRun({ id: runId, workflow: wf.name, dryRun, status, error, handled, cursor: track.cursor });
+  if (!dryRun) deps.store.releaseLease(wf.name, deps.owner);
+  if (status === "ok") log.info("workflow run ok", { handled, sent: track.sends.length, dryRun });
+  else log.warn(`workflow run ${status}`, { error, handled, dryRun });
+  return { runId, status, error, handled, sends: track.sends };
+}
