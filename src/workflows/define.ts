@@ -73,25 +73,26 @@ function isTimeZone(zone: string): boolean {
   }
 }
 
+function scheduleProblem(pattern: string): string | null {
+  const fields = pattern.trim().split(/\s+/).length;
+  if (fields !== 5 && fields !== 6) return `must have 5 or 6 fields (got ${fields})`;
+  try {
+    new Cron(pattern, { paused: true }).stop();
+    return null;
+  } catch (err) {
+    return `is not a valid pattern: ${(err as Error).message}`;
+  }
+}
+
 /** The shape a workflow file's default export must have; messages name the field. */
-export const workflowShape = z
-  .object({
-    name: z.string({ error: "must be a string" }).regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, "must be lowercase letters, digits and dashes"),
-    schedule: z.string({ error: "must be a croner pattern string" }),
-    timezone: z.string({ error: "must be a string" }).refine(isTimeZone, "must be an IANA time zone, e.g. Europe/Madrid").optional(),
-    timeoutMs: z.number({ error: "must be a number" }).int().positive({ error: "must be a positive whole number" }).optional(),
-    requires: z.array(z.literal("generator", { error: 'may only hold "generator"' })).optional(),
-    run: z.custom<Workflow["run"]>((v) => typeof v === "function", { error: "must be a function run(ctx)" }),
-  })
-  .superRefine((wf, ctx) => {
-    const fields = wf.schedule.trim().split(/\s+/).length;
-    if (fields !== 5 && fields !== 6) {
-      ctx.addIssue({ code: "custom", path: ["schedule"], message: `must have 5 or 6 fields (got ${fields})` });
-      return;
-    }
-    try {
-      new Cron(wf.schedule, { paused: true, timezone: wf.timezone ?? "UTC" }).stop();
-    } catch (err) {
-      ctx.addIssue({ code: "custom", path: ["schedule"], message: `is not a valid pattern: ${(err as Error).message}` });
-    }
-  });
+export const workflowShape = z.object({
+  name: z.string({ error: "must be a string" }).regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, "must be lowercase letters, digits and dashes"),
+  schedule: z.string({ error: "must be a croner pattern string" }).superRefine((pattern, ctx) => {
+    const problem = scheduleProblem(pattern);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }),
+  timezone: z.string({ error: "must be a string" }).refine(isTimeZone, "must be an IANA time zone, e.g. Europe/Madrid").optional(),
+  timeoutMs: z.number({ error: "must be a number" }).int().positive({ error: "must be a positive whole number" }).optional(),
+  requires: z.array(z.literal("generator", { error: 'may only hold "generator"' })).optional(),
+  run: z.custom<Workflow["run"]>((v) => typeof v === "function", { error: "must be a function run(ctx)" }),
+});
