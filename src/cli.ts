@@ -84,7 +84,7 @@ async function workflows(args: string[]) {
     if (app.config.WORKFLOWS_DIR === "off") throw new UsageError("WORKFLOWS_DIR is off");
     const { workflows: loaded, problems } = await loadWorkflows(app.config.WORKFLOWS_DIR);
     for (const p of problems) process.stderr.write(`skipped ${p.path}: ${p.reason}\n`);
-    const deps = runnerDeps(app, app.log);
+    const deps = runnerDeps(app, app.log, app.config.TEXTWIRE_URL !== undefined);
     switch (sub) {
       case "list": {
         if (loaded.length === 0) return print(`no workflows in ${app.config.WORKFLOWS_DIR}`);

@@ -34,6 +34,9 @@ export const configSchema = z.object({
   RATE_LIMIT_BURST: int(1).default(60),
   WORKFLOWS_DIR: z.string().trim().min(1).default("./workflows"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  /** Worker mode only: run workflows against this Textwire server instead of the local database. */
+  TEXTWIRE_URL: z.url("must be a URL, e.g. https://textwire.example.com").optional(),
+  TEXTWIRE_API_KEY: apiKey.optional(),
 });
 
 export type Config = z.output<typeof configSchema>;
@@ -56,8 +59,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const name = String(issue.path[0] ?? "environment");
     const value = env[name];
     // JSON quoting keeps the message on one line whatever the value holds.
-    const shown = name === "API_KEYS" || name === "OPENAI_API_KEY" ? "" : ` (got ${JSON.stringify(value)})`;
+    const shown = /KEY/.test(name) ? "" : ` (got ${JSON.stringify(value)})`;
     throw new ConfigError(`invalid environment variable ${name}: ${issue.message}${shown}`);
+  }
+  if (parsed.data.TEXTWIRE_URL && !parsed.data.TEXTWIRE_API_KEY) {
+    throw new ConfigError("invalid environment variable TEXTWIRE_API_KEY: is required with TEXTWIRE_URL");
   }
   return parsed.data;
 }

@@ -81,7 +81,8 @@ const app = createApp(config, db, log);
 const maintenance = mode === "worker" ? undefined : startMaintenance(app, log);
 if (mode !== "worker") ensureSomeKey(app);
 const server = mode === "worker" ? undefined : startHttp(app, log);
-const worker = mode === "api" ? undefined : await startWorker(app, log);
+if (mode !== "worker" && config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
+const worker = mode === "api" ? undefined : await startWorker(app, log, mode === "worker" && config.TEXTWIRE_URL !== undefined);
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -1,4 +1,6 @@
+import { TRPCClientError } from "@trpc/client";
 import type { App } from "../app";
+import type { TextwireClient } from "../client";
 import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
 import type { MessageRecord } from "../messages/schemas";
@@ -58,3 +60,39 @@ export function createLocalBackend(app: App): MessagingBackend {
   };
 }
 
+
+/**
+ * The backend of a worker that runs apart from the API, against a Textwire server
+ * elsewhere, through the typed tRPC client. Workflow bookkeeping stays in the local database.
+ */
+export function createRemoteBackend(client: TextwireClient): MessagingBackend {
+  return {
+    // The server answers 503 to generate when it has no generator; the run then fails clearly.
+    hasGenerator: true,
+    async poll({ since, phone, limit }) {
+      const page = await client.messages.poll.query({ since: since > 0 ? new Date(since).toISOString() : undefined, phone, limit });
+      return { messages: page.messages, hasMore: page.has_more };
+    },
+    async history(input) {
+      const page = await client.messages.history.query(input);
+      return { messages: page.messages, total: page.total };
+    },
+    async generate(input, signal) {
+      const reply = await client.messages.generate.mutate(input, { signal });
+      return { id: reply.message_id, text: reply.generated_message };
+    },
+    async send(input, idempotency) {
+      try {
+        const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key } });
+        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: "sent" }, replayed: false };
+      } catch (err) {
+        // The server keys on the whole request; for a reply the key alone decides, so a
+        // conflict means this inbound message was already answered: nothing is sent again.
+        if (idempotency?.anyText && err instanceof TRPCClientError && err.data?.code === "CONFLICT" && /different request/.test(err.message)) {
+          return { record: { id: "", timestamp: "", status: "sent" }, replayed: true };
+        }
+        throw err;
+      }
+    },
+  };
+}

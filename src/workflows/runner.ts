@@ -14,6 +14,8 @@ export interface RunnerDeps {
   owner: string;
   /** How long a lease lasts unless renewed; renewed every third of it. */
   leaseMs?: number;
+  /** Where a new workflow's cursor starts when the messages are elsewhere (remote mode). */
+  startCursor?: () => number;
 }
 
 export interface RunResult {
@@ -38,7 +40,7 @@ export async function runWorkflow(
 ): Promise<RunResult> {
   const dryRun = opts.dryRun ?? false;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
-  const row = deps.store.ensure(wf.name);
+  const row = deps.store.ensure(wf.name, deps.startCursor?.());
   if (!dryRun && !deps.store.acquireLease(wf.name, deps.owner, leaseMs)) {
     return { runId: null, status: "skipped", error: "another run of this workflow is in progress", handled: 0, sends: [] };
   }

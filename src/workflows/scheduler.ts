@@ -34,7 +34,7 @@ export function startScheduler(deps: RunnerDeps, workflows: Workflow[], log: Log
       log.warn(`workflow ${wf.name} ${unmet}`, { workflow: wf.name });
       continue;
     }
-    deps.store.ensure(wf.name);
+    deps.store.ensure(wf.name, deps.startCursor?.());
     const job = new Cron(
       wf.schedule,
       {

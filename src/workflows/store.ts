@@ -17,14 +17,14 @@ export function createWorkflowStore(db: Db, now: () => number = Date.now) {
   return {
     /**
      * The workflow's row, created on first sight with the cursor at the newest message
-     * then stored: a new workflow answers what arrives from now on, not the backlog.
+     * then stored (or `start`): a new workflow answers what arrives from now on, not the backlog.
      */
-    ensure(name: string) {
+    ensure(name: string, start?: number) {
       return db.transaction(
         (tx) => {
           const row = tx.select().from(workflows).where(byName(name)).get();
           if (row) return row;
-          const newest = tx.select({ ts: max(messages.timestamp) }).from(messages).get()?.ts ?? 0;
+          const newest = start ?? tx.select({ ts: max(messages.timestamp) }).from(messages).get()?.ts ?? 0;
           const created = { name, cursor: newest, failures: 0, backoffUntil: null, leaseOwner: null, leaseUntil: null, createdAt: now() };
           tx.insert(workflows).values(created).run();
           return created;

@@ -1,14 +1,22 @@
 import type { App } from "../app";
 import type { Logger } from "../log";
-import { createLocalBackend } from "./backend";
+import { createClient } from "../client";
+import { createLocalBackend, createRemoteBackend } from "./backend";
 import { loadWorkflows } from "./loader";
 import type { RunnerDeps } from "./runner";
 import { startScheduler, type Scheduler } from "./scheduler";
 import { createWorkflowStore } from "./store";
 
-export function runnerDeps(app: App, log: Logger): RunnerDeps {
+/**
+ * Local: the same service functions as the API, on the same database. Remote (TEXTWIRE_URL):
+ * the server's API through the typed client; cursors, leases and runs stay in the local database.
+ */
+export function runnerDeps(app: App, log: Logger, remote = false): RunnerDeps {
+  const { TEXTWIRE_URL: url, TEXTWIRE_API_KEY: apiKey } = app.config;
+  const backend = remote && url && apiKey ? createRemoteBackend(createClient({ url, apiKey })) : createLocalBackend(app);
   return {
-    backend: createLocalBackend(app),
+    backend,
+    startCursor: remote && url ? () => Date.now() : undefined,
     store: createWorkflowStore(app.db),
     log,
     maxMessageLength: app.config.MAX_MESSAGE_LENGTH,
@@ -17,9 +25,10 @@ export function runnerDeps(app: App, log: Logger): RunnerDeps {
 }
 
 /** Loads WORKFLOWS_DIR and schedules what loaded; reports each file it skipped. */
-export async function startWorker(app: App, log: Logger): Promise<Scheduler | undefined> {
+export async function startWorker(app: App, log: Logger, remote = false): Promise<Scheduler | undefined> {
   if (app.config.WORKFLOWS_DIR === "off") return undefined;
   const { workflows, problems } = await loadWorkflows(app.config.WORKFLOWS_DIR);
   for (const p of problems) log.error(`workflow file skipped: ${p.path}: ${p.reason}`, { path: p.path });
-  return startScheduler(runnerDeps(app, log), workflows, log);
+  if (remote) log.info(`worker runs against ${app.config.TEXTWIRE_URL}`);
+  return startScheduler(runnerDeps(app, log, remote), workflows, log);
 }
