@@ -24,7 +24,19 @@ export const configSchema = z.object({
     .default("")
     .transform((s) => s.split(",").map((k) => k.trim()).filter(Boolean))
     .pipe(z.array(apiKey)),
-  NETWORK: z.enum(["loopback"]).default("loopback"),
+  NETWORK: z.enum(["loopback", "twilio", "bluebubbles"]).default("loopback"),
+  /** Where the network reaches Textwire (its webhooks), e.g. https://textwire.example.com */
+  PUBLIC_URL: z.url("must be a URL, e.g. https://textwire.example.com").optional(),
+  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-fA-F]{32}$/, "must be AC followed by 32 hex digits").optional(),
+  TWILIO_AUTH_TOKEN: z.string().min(1).optional(),
+  TWILIO_FROM: z
+    .string()
+    .regex(/^(\+[1-9]\d{6,14}|MG[0-9a-fA-F]{32})$/, "must be an E.164 number or a Messaging Service SID (MG…)")
+    .optional(),
+  TWILIO_API_URL: z.url("must be a URL").default("https://api.twilio.com"),
+  BLUEBUBBLES_URL: z.url("must be a URL, e.g. http://192.168.1.20:1234").optional(),
+  BLUEBUBBLES_PASSWORD: z.string().min(1).optional(),
+  WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{24,}$/, "must be at least 24 letters, digits, '_' or '-'").optional(),
   OPENAI_API_KEY: z.string().default(""),
   OPENAI_BASE_URL: z.url("must be a URL").optional(),
   OPENAI_MODEL: z.string().min(1).default("gpt-4o-mini"),
@@ -40,6 +52,12 @@ export const configSchema = z.object({
 });
 
 export type Config = z.output<typeof configSchema>;
+
+/** The settings each network driver needs. */
+const NETWORK_SETTINGS = {
+  twilio: ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM", "PUBLIC_URL"],
+  bluebubbles: ["BLUEBUBBLES_URL", "BLUEBUBBLES_PASSWORD", "WEBHOOK_SECRET"],
+} as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export class ConfigError extends Error {
@@ -59,11 +77,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const name = String(issue.path[0] ?? "environment");
     const value = env[name];
     // JSON quoting keeps the message on one line whatever the value holds.
-    const shown = /KEY/.test(name) ? "" : ` (got ${JSON.stringify(value)})`;
+    const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name) ? "" : ` (got ${JSON.stringify(value)})`;
     throw new ConfigError(`invalid environment variable ${name}: ${issue.message}${shown}`);
   }
-  if (parsed.data.TEXTWIRE_URL && !parsed.data.TEXTWIRE_API_KEY) {
-    throw new ConfigError("invalid environment variable TEXTWIRE_API_KEY: is required with TEXTWIRE_URL");
+  const config = parsed.data;
+  const required: [boolean, readonly (keyof Config)[], string][] = [
+    [config.TEXTWIRE_URL !== undefined, ["TEXTWIRE_API_KEY"], "with TEXTWIRE_URL"],
+    [config.NETWORK === "twilio", NETWORK_SETTINGS.twilio, "with NETWORK=twilio"],
+    [config.NETWORK === "bluebubbles", NETWORK_SETTINGS.bluebubbles, "with NETWORK=bluebubbles"],
+  ];
+  for (const [applies, names, when] of required) {
+    const missing = applies ? names.find((n) => config[n] === undefined) : undefined;
+    if (missing) throw new ConfigError(`invalid environment variable ${missing}: is required ${when}`);
   }
-  return parsed.data;
+  return config;
 }

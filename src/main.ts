@@ -4,12 +4,15 @@ import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
 import { openDb } from "./db/client";
 import { createLogger, errorText, type Logger } from "./log";
+import { catchUpNetwork } from "./messages/network-events";
 import { startWorker } from "./workflows/worker";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 /** A send still `queued` after this was cut off by a crash (drivers give up far sooner). */
 const STALE_QUEUED_MS = 2 * 60_000;
 const MAINTENANCE_EVERY_MS = 60_000;
+/** How often to ask a network for what its webhooks missed (BlueBubbles does not retry them). */
+const CATCH_UP_EVERY_MS = 3 * 60_000;
 const MODES = ["all", "api", "worker"] as const;
 type Mode = (typeof MODES)[number];
 
@@ -51,6 +54,16 @@ function startMaintenance(app: App, log: Logger) {
   return setInterval(maintain, MAINTENANCE_EVERY_MS);
 }
 
+function startCatchUp(app: App, log: Logger) {
+  if (!app.network.catchUp) return undefined;
+  const catchUp = () =>
+    catchUpNetwork(app)
+      .then((r) => r && (r.stored > 0 || r.applied > 0) && log.info("caught up with the network", { network: app.network.name, ...r }))
+      .catch((err) => log.warn("network catch-up failed; will retry", { network: app.network.name, error: errorText(err) }));
+  void catchUp();
+  return setInterval(catchUp, CATCH_UP_EVERY_MS);
+}
+
 function startHttp(app: App, log: Logger) {
   const http = createHttpHandler(app);
   const server = Bun.serve({
@@ -79,6 +92,7 @@ const db = openDb(config.DATABASE_URL);
 const app = createApp(config, db, log);
 
 const maintenance = mode === "worker" ? undefined : startMaintenance(app, log);
+const catchUp = mode === "worker" ? undefined : startCatchUp(app, log);
 if (mode !== "worker") ensureSomeKey(app);
 const server = mode === "worker" ? undefined : startHttp(app, log);
 if (mode !== "worker" && config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
@@ -89,6 +103,7 @@ async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   clearInterval(maintenance);
+  clearInterval(catchUp);
   log.info("shutting down", { signal });
   const forced = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");

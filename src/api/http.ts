@@ -3,7 +3,8 @@ import type { TRPCError } from "@trpc/server";
 import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
 import type { App } from "../app";
 import { errorText } from "../log";
-import { issuesMessage, type FieldIssue } from "../errors";
+import { AppError, issuesMessage, type FieldIssue } from "../errors";
+import { applyNetworkEvents } from "../messages/network-events";
 import { describeError, errorResponse, type ErrorBody } from "./errors";
 import { buildOpenApiDocument, docsResponse, routeTable } from "./openapi";
 import { createAppRouter } from "./router";
@@ -165,6 +166,25 @@ export function createHttpHandler(app: App): HttpHandler {
     return res;
   }
 
+  /** A network's own webhook (`/webhooks/twilio`, `/webhooks/twilio/status`, …): verified by its driver. */
+  async function serveNetworkWebhook(req: Request, url: URL, subpath: string): Promise<Response> {
+    const driver = app.network;
+    if (!driver.webhook) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}` });
+    if (req.method !== "POST") {
+      return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${url.pathname}; use POST` }, { Allow: "POST" });
+    }
+    const body = await readBody(req);
+    try {
+      const { response, ...events } = await driver.webhook({ url, subpath, headers: req.headers, body });
+      const applied = applyNetworkEvents(app.store, driver.name, events, app.log);
+      app.log.info("webhook", { network: driver.name, ...applied });
+      return response;
+    } catch (err) {
+      if (err instanceof AppError) return errorResponse({ code: err.code, message: err.message }, err.headers);
+      throw err;
+    }
+  }
+
   function routeError(method: string, path: string): Response | null {
     const matching = routes.filter((r) => r.pattern.test(path));
     if (matching.length === 0) return errorResponse({ code: "NOT_FOUND", message: `no route ${method} ${path}` });
@@ -186,6 +206,10 @@ export function createHttpHandler(app: App): HttpHandler {
       if (docs) return docs;
     }
     if (path.startsWith("/trpc/")) return serveTrpc(req, ctx);
+    const webhook = /^\/webhooks\/([a-z]+)(?:\/(.*))?$/.exec(path);
+    if (webhook && webhook[1] === app.network.name && app.network.name !== "loopback") {
+      return serveNetworkWebhook(req, url, webhook[2] ?? "");
+    }
     return routeError(req.method, path) ?? serveRest(req, url, ctx);
   }
 

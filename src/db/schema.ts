@@ -124,3 +124,34 @@ export const workflowRuns = sqliteTable(
   },
   (t) => [index("workflow_runs_workflow_started_idx").on(t.workflow, t.startedAt)],
 );
+
+/** Every delivery report a network sent about an outbound message, with its time. */
+export const statusReports = sqliteTable(
+  "status_reports",
+  {
+    id: text("id").primaryKey(),
+    messageId: text("message_id").notNull(),
+    network: text("network").notNull(),
+    /** The network's own word (Twilio's `undelivered`, …). */
+    networkStatus: text("network_status").notNull(),
+    status: text("status", { enum: ["queued", "sent", "delivered", "failed", "received"] }).notNull(),
+    /** When the network says it happened (ms), else when it arrived. */
+    reportedAt: integer("reported_at").notNull(),
+    receivedAt: integer("received_at").notNull(),
+    /** Whether it moved the message (false when out of order or after a final status). */
+    applied: integer("applied", { mode: "boolean" }).notNull(),
+    error: text("error"),
+  },
+  (t) => [index("status_reports_message_idx").on(t.messageId)],
+);
+
+/** Small values a network driver keeps (BlueBubbles' catch-up cursor). */
+export const networkState = sqliteTable(
+  "network_state",
+  {
+    network: text("network").notNull(),
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.network, t.key] })],
+);

@@ -62,6 +62,8 @@ export async function sendMessage(
   } catch (err) {
     const reason = errorText(err);
     deps.store.setStatus(row.id, "failed", { error: reason });
+    // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
+    if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
   return toRecord(deps.store.get(row.id) ?? row);

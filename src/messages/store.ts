@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, max, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { messages, type MessageRow } from "../db/schema";
+import { messages, statusReports, type MessageRow } from "../db/schema";
 import { statusesBefore, type MessageStatus } from "./status";
 
 export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error"> & { error?: string | null };
@@ -104,6 +104,16 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
         .where(and(eq(messages.status, "queued"), lt(messages.updatedAt, now() - olderThanMs)))
         .returning({ id: messages.id })
         .all().length;
+    },
+
+    /** A message by the network's own id for it. */
+    byNetworkId(network: string, direction: MessageRow["direction"], networkId: string): MessageRow | undefined {
+      return byNetworkId.get({ network, direction, networkId });
+    },
+
+    /** Keeps a delivery report, with whether it moved the message. */
+    recordStatusReport(report: Omit<typeof statusReports.$inferInsert, "id" | "receivedAt">): void {
+      db.insert(statusReports).values({ ...report, id: Bun.randomUUIDv7(), receivedAt: now() }).run();
     },
 
     get(id: string): MessageRow | undefined {
