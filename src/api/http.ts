@@ -95,7 +95,7 @@ export interface HttpHandler {
  */
 export function createHttpHandler(app: App): HttpHandler {
   const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH);
-  const openApiJson = JSON.stringify(buildOpenApiDocument(router));
+  const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
   const routes = routeTable(JSON.parse(openApiJson));
 
   const onError = ({ error, ctx }: { error: TRPCError; ctx?: Context }) => {

@@ -1,11 +1,69 @@
 import { dirname, join } from "node:path";
 import { generateOpenApiDocument, getPathRegExp, normalizePath } from "trpc-to-openapi";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
 import pkg from "../../package.json";
 import type { AppRouter } from "./router";
 
-/** The OpenAPI 3.1 document of every REST route, built once from the router. */
-export function buildOpenApiDocument(router: AppRouter) {
+const form = (fields: Record<string, string>) => ({
+  content: {
+    "application/x-www-form-urlencoded": {
+      schema: { type: "object" as const, properties: Object.fromEntries(Object.entries(fields).map(([k, d]) => [k, { type: "string" as const, description: d }])) },
+    },
+  },
+});
+
+const signature = {
+  name: "X-Twilio-Signature",
+  in: "header" as const,
+  required: true,
+  schema: { type: "string" as const },
+  description: "Base64 HMAC-SHA1 of PUBLIC_URL + path and the sorted parameters, keyed by TWILIO_AUTH_TOKEN",
+};
+
+/** The provider-facing webhooks of the real networks (not served through tRPC: they are signed, not keyed). */
+const NETWORK_WEBHOOKS: Record<string, ZodOpenApiPathsObject> = {
+  twilio: {
+    "/webhooks/twilio": {
+      post: {
+        tags: ["webhooks"],
+        summary: "Twilio: an inbound SMS",
+        security: [],
+        parameters: [signature],
+        requestBody: form({ MessageSid: "Twilio's message id", From: "sender, E.164", To: "our number", Body: "text", NumMedia: "media count" }),
+        responses: { "200": { description: "Empty TwiML", content: { "text/xml": { schema: { type: "string" } } } }, "401": { description: "Bad signature" } },
+      },
+    },
+    "/webhooks/twilio/status": {
+      post: {
+        tags: ["webhooks"],
+        summary: "Twilio: a delivery report (StatusCallback)",
+        security: [],
+        parameters: [signature],
+        requestBody: form({ MessageSid: "Twilio's message id", MessageStatus: "queued, sent, delivered, undelivered, failed…", ErrorCode: "Twilio's error code" }),
+        responses: { "204": { description: "Stored" }, "401": { description: "Bad signature" } },
+      },
+    },
+  },
+  bluebubbles: {
+    "/webhooks/bluebubbles": {
+      post: {
+        tags: ["webhooks"],
+        summary: "BlueBubbles: new and updated messages",
+        security: [],
+        parameters: [{ name: "secret", in: "query", required: true, schema: { type: "string" }, description: "WEBHOOK_SECRET" }],
+        requestBody: {
+          content: { "application/json": { schema: { type: "object", properties: { type: { type: "string" }, data: { type: "object" } } } } },
+        },
+        responses: { "200": { description: "Stored" }, "401": { description: "Wrong secret" } },
+      },
+    },
+  },
+};
+
+/** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
+export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
   return generateOpenApiDocument(router, {
+    paths: NETWORK_WEBHOOKS[network],
     title: "Textwire",
     version: pkg.version,
     description:
