@@ -16,7 +16,37 @@ const DEFAULTS: Config = {
   RATE_LIMIT_BURST: 60,
   WORKFLOWS_DIR: "./workflows",
   LOG_LEVEL: "info",
+  TWILIO_API_URL: "https://api.twilio.com",
 };
+
+describe("network settings", () => {
+  test("each network's settings are required with it, named one at a time", () => {
+    expect(configError({ NETWORK: "twilio" }).message).toBe("invalid environment variable TWILIO_ACCOUNT_SID: is required with NETWORK=twilio");
+    const sid = "AC" + "0".repeat(32);
+    expect(configError({ NETWORK: "twilio", TWILIO_ACCOUNT_SID: sid, TWILIO_AUTH_TOKEN: "t", TWILIO_FROM: "+14155550123" }).message).toContain(
+      "PUBLIC_URL: is required with NETWORK=twilio",
+    );
+    expect(configError({ NETWORK: "bluebubbles", BLUEBUBBLES_URL: "http://127.0.0.1:1234" }).message).toContain("BLUEBUBBLES_PASSWORD");
+    expect(configError({ TEXTWIRE_URL: "http://127.0.0.1:3000" }).message).toContain("TEXTWIRE_API_KEY: is required with TEXTWIRE_URL");
+  });
+
+  test("secrets are never echoed", () => {
+    const err = configError({ NETWORK: "bluebubbles", BLUEBUBBLES_URL: "http://x", BLUEBUBBLES_PASSWORD: "p", WEBHOOK_SECRET: "short-secret" });
+    expect(err.message).toContain("WEBHOOK_SECRET");
+    expect(err.message).not.toContain("short-secret");
+  });
+
+  test("a complete Twilio configuration loads", () => {
+    const config = loadConfig({
+      NETWORK: "twilio",
+      TWILIO_ACCOUNT_SID: "AC" + "a".repeat(32),
+      TWILIO_AUTH_TOKEN: "token",
+      TWILIO_FROM: "MG" + "b".repeat(32),
+      PUBLIC_URL: "https://textwire.example.com",
+    });
+    expect(config.TWILIO_API_URL).toBe("https://api.twilio.com");
+  });
+});
 
 const KEY_1 = "k1_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const KEY_2 = "k2-bbbbbbbbbbbbbbbbbbbbbbbbbbbb";
