@@ -3,9 +3,10 @@ import type { TRPCError } from "@trpc/server";
 import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
 import type { App } from "../app";
 import { errorText } from "../log";
-import { AppError, issuesMessage, type FieldIssue } from "../errors";
+import { AppError, issuesMessage, type ErrorCode, type FieldIssue } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
-import { describeError, errorResponse, type ErrorBody } from "./errors";
+import { describeError, errorResponse, HTTP_STATUS, type ErrorBody } from "./errors";
+import { authenticate } from "./auth";
 import { buildOpenApiDocument, docsResponse, routeTable } from "./openapi";
 import { createAppRouter } from "./router";
 import type { Context } from "./trpc";
@@ -16,16 +17,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 const CONTEXT = Symbol("textwire.context");
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-class BodyError extends Error {
-  constructor(readonly body: ErrorBody) {
-    super(body.message);
-  }
-}
-
 /** Reads at most MAX_BODY_BYTES of a request body, as strict UTF-8. */
 async function readBody(req: Request): Promise<string> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
-  const tooLarge = () => new BodyError({ code: "PAYLOAD_TOO_LARGE", message: `body: larger than ${MAX_BODY_BYTES} bytes` });
+  const tooLarge = () => new AppError("PAYLOAD_TOO_LARGE", `body: larger than ${MAX_BODY_BYTES} bytes`);
   if (declared > MAX_BODY_BYTES) throw tooLarge();
   let bytes: Uint8Array;
   if (Number.isFinite(declared) || !req.body) {
@@ -44,7 +39,7 @@ async function readBody(req: Request): Promise<string> {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw new BodyError({ code: "BAD_REQUEST", message: "body: not valid UTF-8" });
+    throw new AppError("BAD_REQUEST", "body: not valid UTF-8");
   }
 }
 
@@ -52,21 +47,19 @@ async function readBody(req: Request): Promise<string> {
 async function readJsonBody(req: Request): Promise<unknown> {
   const type = req.headers.get("content-type")?.toLowerCase() ?? "";
   if (!type.startsWith("application/json")) {
-    throw new BodyError({
-      code: "UNSUPPORTED_MEDIA_TYPE",
-      message: `content-type: must be application/json${type ? ` (got ${type.split(";")[0]})` : ""}`,
-    });
+    throw new AppError("UNSUPPORTED_MEDIA_TYPE", `content-type: must be application/json${type ? ` (got ${type.split(";")[0]})` : ""}`);
   }
   const text = await readBody(req);
   try {
     return JSON.parse(text);
   } catch {
-    throw new BodyError({ code: "BAD_REQUEST", message: "body: malformed JSON" });
+    throw new AppError("BAD_REQUEST", "body: malformed JSON");
   }
 }
 
 function queryOf(url: URL): Record<string, string[]> {
-  const query: Record<string, string[]> = {};
+  // No prototype: a parameter named __proto__ or toString is just a name.
+  const query: Record<string, string[]> = Object.create(null);
   for (const [key, value] of url.searchParams) (query[key] ??= []).push(value);
   return query;
 }
@@ -163,7 +156,18 @@ export function createHttpHandler(app: App): HttpHandler {
       onError,
     });
     for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(k)) res.headers.set(k, v);
-    return res;
+    if (res.ok || res.headers.get("content-type")?.startsWith("application/json")) return res;
+    // tRPC answers some protocol errors (415, 405, mixed batches) as text: every error is JSON.
+    const text = await res.text();
+    const headers = new Headers(res.headers);
+    headers.set("Content-Type", "application/json");
+    try {
+      JSON.parse(text);
+      return new Response(text, { status: res.status, headers });
+    } catch {
+      const code = (Object.keys(HTTP_STATUS) as ErrorCode[]).find((c) => HTTP_STATUS[c] === res.status) ?? "BAD_REQUEST";
+      return errorResponse({ code, message: text.slice(0, 200) || code }, Object.fromEntries(headers));
+    }
   }
 
   /** A network's own webhook (`/webhooks/twilio`, `/webhooks/twilio/status`, …): verified by its driver. */
@@ -174,15 +178,10 @@ export function createHttpHandler(app: App): HttpHandler {
       return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${url.pathname}; use POST` }, { Allow: "POST" });
     }
     const body = await readBody(req);
-    try {
-      const { response, ...events } = await driver.webhook({ url, subpath, headers: req.headers, body });
-      const applied = applyNetworkEvents(app.store, driver.name, events, app.log);
-      app.log.info("webhook", { network: driver.name, ...applied });
-      return response;
-    } catch (err) {
-      if (err instanceof AppError) return errorResponse({ code: err.code, message: err.message }, err.headers);
-      throw err;
-    }
+    const { response, ...events } = await driver.webhook({ url, subpath, headers: req.headers, body });
+    const applied = applyNetworkEvents(app.store, driver.name, events, app.log);
+    app.log.info("webhook", { network: driver.name, ...applied });
+    return response;
   }
 
   function routeError(method: string, path: string): Response | null {
@@ -205,12 +204,23 @@ export function createHttpHandler(app: App): HttpHandler {
       const docs = req.method === "GET" ? docsResponse(path) : null;
       if (docs) return docs;
     }
-    if (path.startsWith("/trpc/")) return serveTrpc(req, ctx);
+    const signIn = () => {
+      const { keyId, headers } = authenticate(app, req, ip);
+      ctx.keyId = keyId;
+      Object.assign(ctx.responseHeaders, headers);
+    };
+    if (path.startsWith("/trpc/")) {
+      signIn();
+      return serveTrpc(req, ctx);
+    }
     const webhook = /^\/webhooks\/([a-z]+)(?:\/(.*))?$/.exec(path);
     if (webhook && webhook[1] === app.network.name && app.network.name !== "loopback") {
       return serveNetworkWebhook(req, url, webhook[2] ?? "");
     }
-    return routeError(req.method, path) ?? serveRest(req, url, ctx);
+    const unrouted = routeError(req.method, path);
+    if (unrouted) return unrouted;
+    signIn();
+    return serveRest(req, url, ctx);
   }
 
   return {
@@ -221,7 +231,7 @@ export function createHttpHandler(app: App): HttpHandler {
       try {
         res = await route(req, ip, requestId);
       } catch (err) {
-        if (err instanceof BodyError) res = errorResponse(err.body);
+        if (err instanceof AppError) res = errorResponse({ code: err.code, message: err.message }, err.headers);
         else {
           app.log.error("request failed", { requestId, error: errorText(err), stack: (err as Error)?.stack });
           res = errorResponse(describeError({ code: "INTERNAL_SERVER_ERROR" } as TRPCError));

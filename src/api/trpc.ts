@@ -3,7 +3,6 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import type { App } from "../app";
 import { AppError } from "../errors";
 import { describeError } from "./errors";
-import { rateLimitHeaders } from "./rate-limit";
 
 export interface Context {
   app: App;
@@ -12,6 +11,8 @@ export interface Context {
   requestId: string;
   /** Headers for the response, success or error; a plain object, as trpc-to-openapi needs. */
   responseHeaders: Record<string, string>;
+  /** The API key's id, once authenticated. */
+  keyId?: string;
 }
 
 const t = initTRPC
@@ -39,35 +40,10 @@ const appErrors = t.middleware(async ({ ctx, next }) => {
   return result;
 });
 
-const BEARER = /^bearer +(\S+) *$/i;
-
-/** A valid API key, from an address that has not failed too often, within its rate limit. */
+/** Authentication happens at the HTTP edge (src/api/auth.ts), before the body is read. */
 const authenticated = t.middleware(({ ctx, next }) => {
-  const { app } = ctx;
-  const blocked = app.authFailures.peek(ctx.ip);
-  if (!blocked.allowed) {
-    throw new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
-      "Retry-After": String(blocked.retryAfterSeconds),
-    });
-  }
-  const key = BEARER.exec(ctx.req.headers.get("authorization") ?? "")?.[1];
-  const keyId = key ? app.verifyKey(key) : null;
-  if (!keyId) {
-    app.authFailures.take(ctx.ip);
-    throw new AppError(
-      "UNAUTHORIZED",
-      key ? "authorization: invalid API key" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'",
-      { "WWW-Authenticate": "Bearer" },
-    );
-  }
-  if (app.keyLimiter) {
-    const decision = app.keyLimiter.take(keyId);
-    Object.assign(ctx.responseHeaders, rateLimitHeaders(decision));
-    if (!decision.allowed) {
-      throw new AppError("TOO_MANY_REQUESTS", `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`);
-    }
-  }
-  return next({ ctx: { keyId } });
+  if (!ctx.keyId) throw new AppError("UNAUTHORIZED", "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'", { "WWW-Authenticate": "Bearer" });
+  return next({ ctx: { keyId: ctx.keyId } });
 });
 
 export const publicProcedure = t.procedure.use(appErrors);

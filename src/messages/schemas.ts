@@ -22,11 +22,14 @@ export const messageTextSchema = (maxLength: number) =>
     })
     .meta({ description: `Message text: 1 to ${maxLength} characters (code points), not only whitespace, no control characters other than tab, LF and CR.` });
 
+/**
+ * A whole number, from JSON or from a query string ("50"; not "0x10", "1e2" or "1.0").
+ * A pipe, so trpc-to-openapi leaves it alone instead of coercing with Number().
+ */
 const wholeNumber = (min: number) =>
   z
-    .number(typeError("a whole number"))
-    .int({ error: "must be a whole number" })
-    .min(min, { error: `must be at least ${min}` });
+    .union([z.number(), z.string().regex(/^\s*-?\d+\s*$/).transform(Number)], typeError("a whole number"))
+    .pipe(z.number().int({ error: "must be a whole number" }).min(min, { error: `must be at least ${min}` }));
 
 /** Most messages one history or poll page returns; larger limits are clamped to it. */
 export const MAX_PAGE = 100;
@@ -46,7 +49,7 @@ export const inboundInput = (maxLength: number) =>
       .meta({ description: "The network's own id of the message; the same id twice stores one message." }),
   });
 
-// Query and path values arrive as strings over REST; trpc-to-openapi coerces the numbers.
+// Query and path values arrive as strings over REST.
 export const historyInput = z.object({
   phone: z
     .string(typeError("a string"))

@@ -42,9 +42,17 @@ describe("historyInput: bad values are refused with a message naming the problem
     [1.5, "must be a whole number"],
     [Number.NaN, "must be a whole number"],
     [Number.POSITIVE_INFINITY, "must be a whole number"],
-    ["10", "must be a whole number"],
+    ["0x10", "must be a whole number"],
+    ["1.0", "must be a whole number"],
+    ["1e2", "must be a whole number"],
+    ["", "must be a whole number"],
+    ["-1", "must be at least 1"],
   ])("limit %p: %s", (limit, message) => {
     expect(problems(historyInput.safeParse({ phone: PHONE, limit }))).toEqual([["limit", message]]);
+  });
+
+  test("a query string's digits are a whole number", () => {
+    expect(historyInput.parse({ phone: PHONE, limit: "10", offset: " 20 " })).toMatchObject({ limit: 10, offset: 20 });
   });
 
   test.each([
