@@ -210,7 +210,13 @@ export function createHttpHandler(app: App): HttpHandler {
       Object.assign(ctx.responseHeaders, headers);
     };
     if (path.startsWith("/trpc/")) {
-      signIn();
+      // tRPC clients read errors in tRPC's format: the procedure throws it.
+      try {
+        signIn();
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        ctx.authError = err;
+      }
       return serveTrpc(req, ctx);
     }
     const webhook = /^\/webhooks\/([a-z]+)(?:\/(.*))?$/.exec(path);

@@ -13,6 +13,8 @@ export interface Context {
   responseHeaders: Record<string, string>;
   /** The API key's id, once authenticated. */
   keyId?: string;
+  /** Why authentication failed, for tRPC to answer in its own format. */
+  authError?: AppError;
 }
 
 const t = initTRPC
@@ -42,6 +44,7 @@ const appErrors = t.middleware(async ({ ctx, next }) => {
 
 /** Authentication happens at the HTTP edge (src/api/auth.ts), before the body is read. */
 const authenticated = t.middleware(({ ctx, next }) => {
+  if (ctx.authError) throw ctx.authError;
   if (!ctx.keyId) throw new AppError("UNAUTHORIZED", "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'", { "WWW-Authenticate": "Bearer" });
   return next({ ctx: { keyId: ctx.keyId } });
 });

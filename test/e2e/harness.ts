@@ -13,8 +13,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { setDefaultTimeout } from "bun:test";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
+
+// Tests and hooks start real servers; the bound that matters is each wait below.
+setDefaultTimeout(60_000);
 
 const STARTUP_MS = 15_000;
 const STOP_MS = 15_000;
@@ -56,9 +60,27 @@ export interface TempDb {
   cleanup(): void;
 }
 
+let runRoot: string | undefined;
+
+/**
+ * One folder per test run holds every temporary database. bun test fires no exit event,
+ * so a detached janitor removes the folder once this process has gone.
+ */
+function tempRoot(): string {
+  if (runRoot) return runRoot;
+  const root = mkdtempSync(join(tmpdir(), "textwire-e2e-"));
+  const janitor = Bun.spawn(
+    ["sh", "-c", 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; rm -rf "$2"', "janitor", String(process.pid), root],
+    { stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: true },
+  );
+  janitor.unref();
+  runRoot = root;
+  return root;
+}
+
 /** A database path inside a new temporary folder (the file itself does not exist yet). */
 export function tempDb(): TempDb {
-  const dir = mkdtempSync(join(tmpdir(), "textwire-e2e-"));
+  const dir = mkdtempSync(join(tempRoot(), "db-"));
   return {
     dir,
     path: join(dir, "textwire.db"),
@@ -298,4 +320,22 @@ export async function runCli(args: string[], env: EnvOverlay = {}): Promise<CliR
 /** Non-empty lines of a text. */
 export function lines(text: string): string[] {
   return text.split(/\r?\n/).filter((l) => l.trim() !== "");
+}
+
+/**
+ * Calls `check` until it returns something other than undefined or false, at most `ms`
+ * (default 10 s); then fails naming `what`.
+ */
+export async function waitUntil<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await Bun.sleep(20);
+  }
 }

@@ -1,0 +1,151 @@
+// Start-up and configuration (CONTRACT §1): the first key is generated and printed
+// once, bad configuration stops the process with one line naming the variable,
+// /health needs no key, the database file and its folder are created.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { call, history, newPhone, send } from "./api";
+import { KEY_PATTERN, lines, newApiKey, spawnServer, startServer, tempDb, type Server, type TempDb } from "./harness";
+
+const dbs: TempDb[] = [];
+const servers: Server[] = [];
+afterAll(() => {
+  for (const s of servers) s.kill();
+  for (const db of dbs) db.cleanup();
+});
+function newDb(): TempDb {
+  const db = tempDb();
+  dbs.push(db);
+  return db;
+}
+async function boot(opts: Parameters<typeof startServer>[0]): Promise<Server> {
+  const s = await startServer(opts);
+  servers.push(s);
+  return s;
+}
+
+describe("the first API key", () => {
+  const db = newDb();
+  let key = "";
+
+  test("with no key anywhere, the server creates one, prints it once on stdout, and it works", async () => {
+    const server = await boot({ dbPath: db.path, apiKey: null });
+    const printed = server.stdout.match(KEY_PATTERN) ?? [];
+    expect(printed).toHaveLength(1);
+    key = printed[0]!;
+    expect(server.stderr).not.toContain(key);
+    expect((await call(server, "GET", "/api/messages/poll", { key })).status).toBe(200);
+    expect((await call(server, "POST", "/api/send", { body: { phone: newPhone(), message: "first" }, key })).status).toBe(200);
+    // Used keys are not logged either.
+    expect(server.stdout.split(key).length - 1).toBe(1);
+    expect(await server.stop()).toBe(0);
+  });
+
+  test("only its hash is stored: the database file does not hold the key", () => {
+    const bytes = [db.path, `${db.path}-wal`]
+      .filter((p) => existsSync(p))
+      .map((p) => readFileSync(p).toString("latin1"))
+      .join("");
+    expect(bytes.length).toBeGreaterThan(0);
+    expect(bytes.includes(key)).toBe(false);
+  });
+
+  test("a second start on the same database prints no key, and the first key still works", async () => {
+    expect(key).toMatch(/^tw_/);
+    const server = await boot({ dbPath: db.path, apiKey: null });
+    expect(server.stdout.match(KEY_PATTERN)).toBeNull();
+    expect(server.stderr.match(KEY_PATTERN)).toBeNull();
+    expect((await call(server, "GET", "/api/messages/poll", { key })).status).toBe(200);
+  });
+
+  test("with API_KEYS set on a new database, no key is generated or printed", async () => {
+    const apiKey = newApiKey();
+    const server = await boot({ dbPath: newDb().path, apiKey });
+    expect(server.stdout.match(KEY_PATTERN)).toBeNull();
+    expect(server.stderr.match(KEY_PATTERN)).toBeNull();
+  });
+});
+
+describe("a bad configuration value stops the process with one line naming the variable", () => {
+  const bad: [string, string][] = [
+    ["PORT", "abc"],
+    ["PORT", "70000"],
+    ["MAX_MESSAGE_LENGTH", "-5"],
+    ["MAX_MESSAGE_LENGTH", "ten"],
+    ["RATE_LIMIT_PER_MINUTE", "lots"],
+    ["RATE_LIMIT_BURST", "-1"],
+    ["LOG_LEVEL", "verbose"],
+    ["GENERATOR_TIMEOUT_MS", "soon"],
+    ["API_KEYS", "tw_short"],
+  ];
+  for (const [name, value] of bad) {
+    test(`${name}=${value}`, async () => {
+      const child = spawnServer({ env: { [name]: value } });
+      const code = await child.exited();
+      expect(code).not.toBe(0);
+      expect(child.stdout).not.toMatch(/listening on/);
+      const errLines = lines(child.stderr);
+      if (errLines.length !== 1) throw new Error(`expected one line on stderr, got:\n${child.stderr}\n--- stdout ---\n${child.stdout}`);
+      expect(errLines[0]!).toContain(name);
+      expect(child.stderr).not.toMatch(/^\s*at\s/m);
+    });
+  }
+
+  test("a bad API_KEYS value is not echoed", async () => {
+    const secretish = "tw_" + "x".repeat(10) + "!" + "y".repeat(20);
+    const child = spawnServer({ apiKey: secretish });
+    expect(await child.exited()).not.toBe(0);
+    expect(child.stderr).toContain("API_KEYS");
+    expect(child.stderr + child.stdout).not.toContain(secretish);
+  });
+});
+
+describe("running", () => {
+  test("GET /health answers 200 {status: ok} without a key", async () => {
+    const server = await boot({});
+    const res = await server.fetch("/health", {}, null);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type") ?? "").toContain("application/json");
+    expect(await res.json()).toEqual({ status: "ok" });
+  });
+
+  test("the database file is created with its folder", async () => {
+    const db = newDb();
+    const nested = join(db.dir, "a", "b", "textwire.db");
+    const server = await boot({ dbPath: nested });
+    const phone = newPhone();
+    await send(server, phone, "stored in a new folder");
+    expect(existsSync(nested)).toBe(true);
+    expect((await history(server, phone)).total).toBe(1);
+  });
+
+  test("DATABASE_URL=:memory: works", async () => {
+    const server = await boot({ dbPath: ":memory:" });
+    const phone = newPhone();
+    await send(server, phone, "in memory");
+    expect((await history(server, phone)).total).toBe(1);
+  });
+
+  test("two servers on PORT=0 get different ports", async () => {
+    const [a, b] = await Promise.all([boot({}), boot({})]);
+    expect(a.url).not.toBe(b.url);
+    expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  test("every log line on stdout is a JSON object", async () => {
+    const server = await boot({});
+    await send(server, newPhone(), "log me");
+    await call(server, "GET", "/api/nothing");
+    const out = lines(server.stdout);
+    expect(out.length).toBeGreaterThan(0);
+    for (const line of out) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        throw new Error(`not a JSON line: ${line}`);
+      }
+      expect(parsed).toBeObject();
+    }
+  });
+});
