@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type Config } from "./config";
 import { openDb } from "./db/client";
 import { createLogger, errorText, type Logger } from "./log";
 import { catchUpNetwork } from "./messages/network-events";
+import type { Scheduler } from "./workflows/scheduler";
 import { startWorker } from "./workflows/worker";
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -91,14 +92,12 @@ const log = createLogger(config.LOG_LEVEL);
 const db = openDb(config.DATABASE_URL);
 const app = createApp(config, db, log);
 
-const maintenance = mode === "worker" ? undefined : startMaintenance(app, log);
-const catchUp = mode === "worker" ? undefined : startCatchUp(app, log);
-if (mode !== "worker") ensureSomeKey(app);
-const server = mode === "worker" ? undefined : startHttp(app, log);
-if (mode !== "worker" && config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
-const worker = mode === "api" ? undefined : await startWorker(app, log, mode === "worker" && config.TEXTWIRE_URL !== undefined);
-
 let stopping = false;
+let maintenance: Timer | undefined;
+let catchUp: Timer | undefined;
+let server: ReturnType<typeof startHttp> | undefined;
+let worker: Promise<Scheduler | undefined> | undefined;
+
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
@@ -110,11 +109,21 @@ async function shutdown(signal: string) {
     db.$client.close();
     process.exit(0);
   }, SHUTDOWN_GRACE_MS + 1000);
-  await Promise.all([server?.stop(false), worker?.stop(SHUTDOWN_GRACE_MS)]);
+  await Promise.all([server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS))]);
   clearTimeout(forced);
   db.$client.close();
   log.info("stopped");
   process.exit(0);
 }
+// Before anything starts, so a signal at any moment is a clean stop.
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
+
+if (mode !== "worker") {
+  maintenance = startMaintenance(app, log);
+  catchUp = startCatchUp(app, log);
+  ensureSomeKey(app);
+  server = startHttp(app, log);
+  if (config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
+}
+if (mode !== "api") worker = startWorker(app, log, mode === "worker" && config.TEXTWIRE_URL !== undefined);

@@ -113,7 +113,8 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     async catchUp(cursor) {
       // Inclusive of the newest message seen (one ms back): messages of the same ms are
       // not skipped, and the ones seen again are deduplicated by guid.
-      let after = Number(cursor ?? 0);
+      // The first time, start from now: the Mac's old history is not news.
+      let after = cursor === undefined ? Date.now() : Number(cursor);
       const all: WebhookEvents = { inbound: [], statuses: [] };
       for (let page = 0; page < 50; page++) {
         const { status, json } = await call("message/query", { after: Math.max(0, after - 1), limit: PAGE, offset: 0, sort: "ASC", with: ["handle"] });
@@ -127,7 +128,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         after = newest;
         if (done) break;
       }
-      return { ...all, cursor: after > 0 ? String(after) : cursor };
+      return { ...all, cursor: String(after) };
     },
   };
 }

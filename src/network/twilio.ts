@@ -54,8 +54,10 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
   return {
     name: "twilio",
 
-    async send({ phone, text }) {
-      const form = new URLSearchParams({ To: phone, Body: text, StatusCallback: `${publicUrl}/webhooks/twilio/status` });
+    async send({ id, phone, text }) {
+      // Our id rides in the callback URL, so a report that beats Twilio's answer still finds its message.
+      const callback = `${publicUrl}/webhooks/twilio/status?id=${encodeURIComponent(id)}`;
+      const form = new URLSearchParams({ To: phone, Body: text, StatusCallback: callback });
       form.set(config.from.startsWith("MG") ? "MessagingServiceSid" : "From", config.from);
       let res: Response;
       try {
@@ -87,9 +89,13 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
         const networkStatus = params.get("MessageStatus") ?? params.get("SmsStatus") ?? "";
         const status = STATUS[networkStatus];
         const errorCode = params.get("ErrorCode");
+        const messageId = url.searchParams.get("id");
         return {
           inbound: [],
-          statuses: sid && status ? [{ networkId: sid, networkStatus, status, ...(errorCode ? { error: `twilio error ${errorCode}` } : {}) }] : [],
+          statuses:
+            sid && status
+              ? [{ networkId: sid, ...(messageId ? { messageId } : {}), networkStatus, status, ...(errorCode ? { error: `twilio error ${errorCode}` } : {}) }]
+              : [],
           response: new Response(null, { status: 204 }),
         };
       }

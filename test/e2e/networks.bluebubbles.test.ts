@@ -1,0 +1,531 @@
+// The BlueBubbles driver against a fake BlueBubbles server on 127.0.0.1, over real HTTP
+// with the real server (CONTRACT §2 statuses, §3 send and webhooks, §8 networks):
+// - the message/text request Textwire makes (password, chatGuid, one tempGuid per message);
+// - webhooks at /webhooks/bluebubbles?secret=…: inbound stored once per guid, a wrong or
+//   missing secret refused with 401; the isFromMe echo of our own message matched to it, not
+//   stored again; delivery and error updates moving its status forward only;
+// - catch-up: what the webhooks missed is fetched with message/query at start, stored once
+//   across restarts;
+// - missing driver settings stop start-up with one line naming the variable.
+import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
+import { lines, spawnServer, startServer, tempDb, waitUntil, type EnvOverlay, type Server, type TempDb } from "./harness";
+import {
+  bbMessage,
+  postBlueBubblesWebhook,
+  startFakeBlueBubbles,
+  type BbMessage,
+  type FakeBlueBubbles,
+  type WebhookReply,
+} from "../support/fake-bluebubbles";
+
+// Tests that start servers of their own wait up to 15 s for each; every wait inside is bounded.
+setDefaultTimeout(60_000);
+
+const SECRET = randomBytes(24).toString("base64url");
+
+/** Every network variable is set or removed explicitly: the inherited environment decides none. */
+function bbEnv(fake: FakeBlueBubbles, overrides: EnvOverlay = {}): EnvOverlay {
+  return {
+    NETWORK: "bluebubbles",
+    BLUEBUBBLES_URL: fake.url,
+    BLUEBUBBLES_PASSWORD: fake.password,
+    WEBHOOK_SECRET: SECRET,
+    TWILIO_ACCOUNT_SID: undefined,
+    TWILIO_AUTH_TOKEN: undefined,
+    TWILIO_FROM: undefined,
+    TWILIO_API_URL: undefined,
+    PUBLIC_URL: undefined,
+    ...overrides,
+  };
+}
+
+let fake: FakeBlueBubbles;
+let server: Server;
+const servers: Server[] = [];
+const fakes: FakeBlueBubbles[] = [];
+const dbs: TempDb[] = [];
+
+beforeAll(async () => {
+  fake = startFakeBlueBubbles();
+  server = await startServer({ env: bbEnv(fake) });
+});
+afterEach(() => {
+  fake.replyToSend({ kind: "sent" });
+});
+afterAll(async () => {
+  server?.kill();
+  for (const s of servers) s.kill();
+  await fake?.stop();
+  for (const f of fakes) await f.stop();
+  for (const db of dbs) db.cleanup();
+});
+
+function expect2xx(reply: WebhookReply, what: string): void {
+  if (reply.status < 200 || reply.status > 299) throw new Error(`${what}: expected 2xx, got ${reply.status}: ${reply.text.slice(0, 300)}`);
+}
+
+function expect401(reply: WebhookReply): void {
+  let body: unknown;
+  try {
+    body = JSON.parse(reply.text);
+  } catch {
+    body = undefined;
+  }
+  expectError({ ...reply, body }, 401, "UNAUTHORIZED", [SECRET, fake.password]);
+}
+
+function webhook(event: { type: string; data: unknown }, secret: string | null = SECRET, target: Server = server) {
+  return postBlueBubblesWebhook(target.url, secret, event);
+}
+
+/** Sends through Textwire and returns its answer, the request BlueBubbles got, and the message it answered with. */
+async function sendTracked(phone: string, text: string) {
+  const before = fake.sends.length;
+  const sentBefore = fake.sent.length;
+  const result = await send(server, phone, text);
+  expect(fake.sends.length).toBe(before + 1);
+  expect(fake.sent.length).toBe(sentBefore + 1);
+  return { result, request: fake.sends[before]!, message: fake.sent[sentBefore]! };
+}
+
+async function statusOf(phone: string, id: string, target: Server = server): Promise<string | undefined> {
+  const { messages } = await history(target, phone);
+  return messages.find((m) => m.id === id)?.status;
+}
+
+/** What BlueBubbles reports about a from-me message later: the same guid, no tempGuid. */
+function updateOf(message: BbMessage, changes: Partial<BbMessage>): BbMessage {
+  const { tempGuid: _omit, ...rest } = message;
+  return { ...rest, ...changes };
+}
+
+describe("sending through BlueBubbles", () => {
+  test("POST /api/send makes one POST /api/v1/message/text?password=… with JSON chatGuid any;-;<phone>, a tempGuid, the text and a method", async () => {
+    const phone = newPhone();
+    const text = "Your table is ready 🍽️ — \"Café\" & co";
+    const { result, request } = await sendTracked(phone, text);
+    expectSendResult(result);
+    expect(request.method).toBe("POST");
+    expect(request.path).toBe("/api/v1/message/text");
+    expect(request.query).toEqual({ password: fake.password });
+    expect(request.headers["content-type"]).toStartWith("application/json");
+    expect(Object.keys(request.body).sort()).toEqual(["chatGuid", "message", "method", "tempGuid"]);
+    expect(request.body.chatGuid).toBe(`any;-;${phone}`);
+    expect(request.body.message).toBe(text);
+    expect(["apple-script", "private-api"]).toContain(request.body.method);
+    expect(typeof request.body.tempGuid).toBe("string");
+    expect(request.body.tempGuid.length).toBeGreaterThan(0);
+  });
+
+  test("the message is in history as outbound and `sent` once BlueBubbles took it", async () => {
+    const phone = newPhone();
+    const { result } = await sendTracked(phone, "taken by the Mac");
+    const { messages, total } = await history(server, phone);
+    expect(total).toBe(1);
+    expectRecord(messages[0]!, { id: result.message_id, phone, message: "taken by the Mac", direction: "outbound", status: "sent", timestamp: result.timestamp });
+  });
+
+  test("every message gets its own tempGuid, even with the same text to the same phone", async () => {
+    const phone = newPhone();
+    const temps: string[] = [];
+    for (let i = 0; i < 3; i++) temps.push((await sendTracked(phone, "same text")).request.body.tempGuid);
+    expect(new Set(temps).size).toBe(3);
+  });
+
+  test("a BlueBubbles server error (500) → 502 BAD_GATEWAY; the message is failed in history", async () => {
+    const phone = newPhone();
+    fake.replyToSend({ kind: "error", httpStatus: 500, message: "Failed to send message! See attached error for more information." });
+    const reply = await call(server, "POST", "/api/send", { body: { phone, message: "mac asleep" } });
+    expectError(reply, 502, "BAD_GATEWAY", [fake.password, SECRET]);
+    const { messages, total } = await history(server, phone);
+    expect(total).toBe(1);
+    expectRecord(messages[0]!, { phone, message: "mac asleep", direction: "outbound", status: "failed" });
+  });
+
+  test("BlueBubbles unreachable → 502 BAD_GATEWAY; the message is failed in history", async () => {
+    const closed = startFakeBlueBubbles({ password: fake.password });
+    const closedUrl = closed.url;
+    await closed.stop();
+    const down = await startServer({ env: bbEnv(fake, { BLUEBUBBLES_URL: closedUrl }) });
+    servers.push(down);
+    const phone = newPhone();
+    expectError(await call(down, "POST", "/api/send", { body: { phone, message: "nobody home" } }), 502, "BAD_GATEWAY", [fake.password]);
+    const { messages } = await history(down, phone);
+    expect(messages.map((m) => [m.message, m.status])).toEqual([["nobody home", "failed"]]);
+    down.kill();
+  });
+
+  test("BlueBubbles refusing the password (401) → 502 BAD_GATEWAY, and the password is never echoed", async () => {
+    const wrong = "wrong-password-" + randomBytes(8).toString("hex");
+    const misconfigured = await startServer({ env: bbEnv(fake, { BLUEBUBBLES_PASSWORD: wrong }) });
+    servers.push(misconfigured);
+    const phone = newPhone();
+    expectError(await call(misconfigured, "POST", "/api/send", { body: { phone, message: "locked out" } }), 502, "BAD_GATEWAY", [wrong, fake.password]);
+    const { messages } = await history(misconfigured, phone);
+    expect(messages.map((m) => m.status)).toEqual(["failed"]);
+    misconfigured.kill();
+  });
+});
+
+describe("inbound messages: POST /webhooks/bluebubbles?secret=…", () => {
+  test("a new-message from someone, with the right secret, is stored: history and poll show it", async () => {
+    const phone = newPhone();
+    const reply = await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "Are you open today?" }) });
+    expect2xx(reply, "new-message");
+    const { messages, total } = await history(server, phone);
+    expect(total).toBe(1);
+    expectRecord(messages[0]!, { phone, message: "Are you open today?", direction: "inbound", status: "received" });
+    const polled = await poll(server, { phone });
+    expect(polled.count).toBe(1);
+    expect(polled.messages[0]).toEqual(messages[0]!);
+  });
+
+  test("the same guid twice is stored once", async () => {
+    const phone = newPhone();
+    const message = bbMessage({ address: phone, text: "just once" });
+    expect2xx(await webhook({ type: "new-message", data: message }), "first");
+    expect2xx(await webhook({ type: "new-message", data: message }), "again");
+    expect((await history(server, phone)).total).toBe(1);
+    expect((await poll(server, { phone })).count).toBe(1);
+  });
+
+  const refused: [string, string | null][] = [
+    ["a wrong secret", "x".repeat(SECRET.length)],
+    ["the secret in another case", SECRET.toUpperCase() === SECRET ? SECRET.toLowerCase() : SECRET.toUpperCase()],
+    ["the secret with a character missing", SECRET.slice(0, -1)],
+    ["an empty secret", ""],
+    ["no secret at all", null],
+  ];
+
+  test.each(refused)("refused with 401 JSON and nothing stored: %s", async (_what, secret) => {
+    const phone = newPhone();
+    expect401(await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "let me in" }) }, secret));
+    expect((await history(server, phone)).total).toBe(0);
+    expect((await poll(server, { phone })).count).toBe(0);
+    // With the right secret the same kind of message is taken: the refusal was for the secret.
+    expect2xx(await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "genuine" }) }), "genuine");
+    expect((await history(server, phone)).messages.map((m) => m.message)).toEqual(["genuine"]);
+  });
+
+  test("no API key is needed (BlueBubbles has none): the secret alone admits the request", async () => {
+    const phone = newPhone();
+    const res = await fetch(`${server.url}/webhooks/bluebubbles?secret=${SECRET}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ type: "new-message", data: bbMessage({ address: phone, text: "no bearer" }) }),
+    });
+    expect(res.status).toBeGreaterThanOrEqual(200);
+    expect(res.status).toBeLessThan(300);
+    expect((await history(server, phone)).total).toBe(1);
+  });
+});
+
+describe("reports on our own messages", () => {
+  test("the isFromMe echo of our message (the tempGuid we sent) is matched to it, not stored again", async () => {
+    const phone = newPhone();
+    const { result, request, message } = await sendTracked(phone, "echo me");
+    expect(message.tempGuid).toBe(request.body.tempGuid);
+    expect2xx(await webhook({ type: "new-message", data: message }), "echo");
+    const { messages, total } = await history(server, phone);
+    expect(total).toBe(1);
+    expectRecord(messages[0]!, { id: result.message_id, message: "echo me", direction: "outbound", status: "sent", timestamp: result.timestamp });
+    expect((await poll(server, { phone })).count).toBe(0);
+  });
+
+  test("an echo and a delivery report that arrive before BlueBubbles' answer to the send are matched to our message, not stored", async () => {
+    // BlueBubbles emits new-message for our message when it sees it in the Mac's database,
+    // which may be before its HTTP answer to message/text reaches Textwire.
+    const phone = newPhone();
+    const guid = crypto.randomUUID().toUpperCase();
+    let release!: () => void;
+    const answered = new Promise<void>((resolve) => (release = resolve));
+    fake.replyToSend(async () => {
+      await answered;
+      return { kind: "sent", guid };
+    });
+    const before = fake.sends.length;
+    const pending = call<SendResult>(server, "POST", "/api/send", { body: { phone, message: "quick echo" } });
+    try {
+      await fake.waitFor("the message/text request", () => fake.sends.length > before);
+      const tempGuid = fake.sends[before]!.body.tempGuid as string;
+      const echo = bbMessage({ address: phone, text: "quick echo", guid, isFromMe: true, tempGuid });
+      expect2xx(await webhook({ type: "new-message", data: echo }), "early echo");
+      expect2xx(await webhook({ type: "updated-message", data: updateOf(echo, { dateDelivered: Date.now(), isDelivered: true }) }), "early delivered");
+    } finally {
+      release();
+    }
+    const reply = await pending;
+    expect(reply.status).toBe(200);
+    const { messages, total } = await history(server, phone);
+    expect(total).toBe(1);
+    expect(messages[0]!.id).toBe(reply.body.message_id);
+    expect(messages[0]!.direction).toBe("outbound");
+    expect(messages[0]!.status).toBe("delivered");
+    expect((await poll(server, { phone })).count).toBe(0);
+  });
+
+  test("an updated-message with dateDelivered makes it delivered; a late echo without dateDelivered leaves it delivered", async () => {
+    const phone = newPhone();
+    const { result, message } = await sendTracked(phone, "deliver me");
+    expect2xx(await webhook({ type: "updated-message", data: updateOf(message, { dateDelivered: Date.now(), isDelivered: true }) }), "delivered");
+    expect(await statusOf(phone, result.message_id)).toBe("delivered");
+    expect2xx(await webhook({ type: "new-message", data: message }), "late echo");
+    expect(await statusOf(phone, result.message_id)).toBe("delivered");
+    const { total } = await history(server, phone);
+    expect(total).toBe(1);
+  });
+
+  test("a send error reported on our message makes it failed, and a later delivery report does not change it", async () => {
+    const phone = newPhone();
+    const { result, message } = await sendTracked(phone, "will not arrive");
+    expect2xx(await webhook({ type: "updated-message", data: updateOf(message, { error: 22 }) }), "error");
+    expect(await statusOf(phone, result.message_id)).toBe("failed");
+    expect2xx(await webhook({ type: "updated-message", data: updateOf(message, { dateDelivered: Date.now(), isDelivered: true }) }), "late delivered");
+    expect2xx(await webhook({ type: "new-message", data: message }), "late echo");
+    expect(await statusOf(phone, result.message_id)).toBe("failed");
+  });
+
+  test("a report with a wrong secret is refused with 401 and changes nothing", async () => {
+    const phone = newPhone();
+    const { result, message } = await sendTracked(phone, "keep me");
+    expect401(await webhook({ type: "updated-message", data: updateOf(message, { error: 4 }) }, "y".repeat(SECRET.length)));
+    expect(await statusOf(phone, result.message_id)).toBe("sent");
+  });
+});
+
+describe("catch-up: what the webhooks missed, fetched with message/query", () => {
+  function newFake(): FakeBlueBubbles {
+    const f = startFakeBlueBubbles();
+    fakes.push(f);
+    return f;
+  }
+  function newDb(): TempDb {
+    const db = tempDb();
+    dbs.push(db);
+    return db;
+  }
+  async function boot(f: FakeBlueBubbles, dbPath: string, apiKey: string): Promise<Server> {
+    const s = await startServer({ env: bbEnv(f), dbPath, apiKey });
+    servers.push(s);
+    return s;
+  }
+  /**
+   * SIGTERM and a bounded wait for exit. A request answered first: the server logs "listening"
+   * before it installs its SIGTERM handler (a defect of its own, reported apart), and this
+   * file is about catch-up, not about that window.
+   */
+  async function stop(s: Server): Promise<number> {
+    expect((await s.fetch("/health")).status).toBe(200);
+    return s.stop();
+  }
+  async function waitForQueries(f: FakeBlueBubbles, n: number): Promise<void> {
+    await f.waitFor(`${n} message/query requests`, (reqs) => reqs.filter((r) => r.path === "/api/v1/message/query").length >= n);
+  }
+  async function waitForText(s: Server, phone: string, text: string): Promise<void> {
+    await waitUntil(`"${text}" in the history of ${phone}`, async () => (await history(s, phone, "limit=100")).messages.some((m) => m.message === text));
+  }
+  async function texts(s: Server, phone: string): Promise<string[]> {
+    const all: string[] = [];
+    for (let offset = 0; ; offset += 100) {
+      const page = await history(s, phone, `limit=100&offset=${offset}`);
+      all.push(...page.messages.map((m) => m.message));
+      if (page.messages.length < 100) return all.reverse();
+    }
+  }
+
+  test("messages that arrived while Textwire was down are stored once at start; later starts do not store them twice", async () => {
+    const f = newFake();
+    const db = newDb();
+    const phone = newPhone();
+    const key = "tw_test_" + randomBytes(24).toString("base64url");
+
+    const first = await boot(f, db.path, key);
+    await waitForQueries(f, 1);
+    const query = f.queries[0]!;
+    expect(query.query).toEqual({ password: f.password });
+    expect(query.headers["content-type"]).toStartWith("application/json");
+    expect(query.body.sort).toBe("ASC");
+    expect(typeof query.body.after).toBe("number");
+    expect(typeof query.body.limit).toBe("number");
+    expect(query.body.limit).toBeGreaterThan(0);
+    expect(typeof query.body.offset).toBe("number");
+    expect(await stop(first)).toBe(0);
+
+    // While Textwire is down, three messages reach the Mac; no webhook reaches Textwire.
+    const t = Date.now();
+    for (let i = 1; i <= 3; i++) f.messages.push(bbMessage({ address: phone, text: `missed ${i}`, dateCreated: t + i }));
+
+    const second = await boot(f, db.path, key);
+    await waitForText(second, phone, "missed 3");
+    expect(await texts(second, phone)).toEqual(["missed 1", "missed 2", "missed 3"]);
+    const polled = await poll(second, { phone });
+    expect(polled.messages.map((m) => [m.message, m.direction, m.status])).toEqual([
+      ["missed 1", "inbound", "received"],
+      ["missed 2", "inbound", "received"],
+      ["missed 3", "inbound", "received"],
+    ]);
+
+    // One more arrives by webhook (and is on the Mac too), then Textwire stops again.
+    const live = bbMessage({ address: phone, text: "live", dateCreated: Date.now() });
+    f.messages.push(live);
+    expect2xx(await webhook({ type: "new-message", data: live }, SECRET, second), "live webhook");
+    expect(await stop(second)).toBe(0);
+
+    // A third start finds all of those again on the Mac, plus one new message.
+    f.messages.push(bbMessage({ address: phone, text: "missed 4", dateCreated: Date.now() + 1 }));
+    const third = await boot(f, db.path, key);
+    await waitForText(third, phone, "missed 4");
+    expect(await texts(third, phone)).toEqual(["missed 1", "missed 2", "missed 3", "live", "missed 4"]);
+    expect((await poll(third, { phone })).count).toBe(5);
+    expect(await stop(third)).toBe(0);
+
+    // A fourth start with nothing new, then one new message: still each once.
+    f.messages.push(bbMessage({ address: phone, text: "missed 5", dateCreated: Date.now() + 1 }));
+    const fourth = await boot(f, db.path, key);
+    await waitForText(fourth, phone, "missed 5");
+    expect(await texts(fourth, phone)).toEqual(["missed 1", "missed 2", "missed 3", "live", "missed 4", "missed 5"]);
+    fourth.kill();
+  });
+
+  test("the echo of a message we sent, found by catch-up, is matched to it and not stored as inbound", async () => {
+    const f = newFake();
+    const db = newDb();
+    const phone = newPhone();
+    const key = "tw_test_" + randomBytes(24).toString("base64url");
+    const first = await boot(f, db.path, key);
+    await waitForQueries(f, 1);
+    const sent = await send(first, phone, "sent before the restart");
+    expect(await stop(first)).toBe(0);
+
+    // Delivered while Textwire was down; a new inbound message marks when catch-up is done.
+    const ours = f.sent.at(-1)!;
+    ours.dateDelivered = Date.now();
+    ours.isDelivered = true;
+    f.messages.push(bbMessage({ address: phone, text: "reply while down", dateCreated: Date.now() + 1 }));
+
+    const second = await boot(f, db.path, key);
+    await waitForText(second, phone, "reply while down");
+    const { messages, total } = await history(second, phone);
+    expect(total).toBe(2);
+    expect(messages.map((m) => [m.message, m.direction])).toEqual([
+      ["reply while down", "inbound"],
+      ["sent before the restart", "outbound"],
+    ]);
+    expect(messages[1]!.id).toBe(sent.message_id);
+    expect(messages[1]!.status).toBe("delivered");
+    expect((await poll(second, { phone })).messages.map((m) => m.message)).toEqual(["reply while down"]);
+    second.kill();
+  });
+
+  test("more missed messages than one message/query page (150) are all stored, each once", async () => {
+    const f = newFake();
+    const db = newDb();
+    const phone = newPhone();
+    const key = "tw_test_" + randomBytes(24).toString("base64url");
+    const first = await boot(f, db.path, key);
+    await waitForQueries(f, 1);
+    expect(await stop(first)).toBe(0);
+
+    const t = Date.now();
+    const expected: string[] = [];
+    for (let i = 1; i <= 150; i++) {
+      expected.push(`backlog ${i}`);
+      f.messages.push(bbMessage({ address: phone, text: `backlog ${i}`, dateCreated: t + i }));
+    }
+    const second = await boot(f, db.path, key);
+    await waitForText(second, phone, "backlog 150");
+    expect(await texts(second, phone)).toEqual(expected);
+    const page1 = await poll(second, { phone, limit: 100 });
+    expect(page1.count).toBe(100);
+    expect(page1.has_more).toBe(true);
+    const page2 = await poll(second, { phone, limit: 100, since: page1.messages.at(-1)!.timestamp });
+    expect(page2.count).toBe(50);
+    expect(page2.has_more).toBe(false);
+    second.kill();
+  });
+
+  test("a failing message/query at start does not stop the server; webhooks still work", async () => {
+    const f = newFake();
+    f.replyToQuery({ kind: "error", httpStatus: 500, message: "iMessage database locked" });
+    const db = newDb();
+    const s = await boot(f, db.path, "tw_test_" + randomBytes(24).toString("base64url"));
+    await waitForQueries(f, 1);
+    const phone = newPhone();
+    expect2xx(await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "still here" }) }, SECRET, s), "webhook");
+    expect(await texts(s, phone)).toEqual(["still here"]);
+    expect(s.proc.exitCode).toBeNull();
+    s.kill();
+  });
+
+  test("the first start does not take the Mac's old message history for new inbound messages", async () => {
+    // A Mac that has used iMessage for years holds thousands of old messages. Connecting
+    // Textwire must not store them as `received` now: poll would hand every one of them
+    // to the workflows as new, and an autoresponder would answer them all.
+    const f = newFake();
+    const db = newDb();
+    const phone = newPhone();
+    const key = "tw_test_" + randomBytes(24).toString("base64url");
+    const yearAgo = Date.now() - 400 * 24 * 3600 * 1000;
+    for (let i = 1; i <= 5; i++) f.messages.push(bbMessage({ address: phone, text: `old ${i}`, dateCreated: yearAgo + i * 60_000 }));
+
+    const s = await boot(f, db.path, key);
+    // A live message once the server is up; then a bounded moment (whether or not this start
+    // asks message/query at all) for any start-up catch-up to have applied what it applies.
+    expect2xx(await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "hello, new here" }) }, SECRET, s), "live");
+    let seen: string[] = [];
+    const deadline = Date.now() + 2000;
+    while (Date.now() < deadline) {
+      seen = await texts(s, phone);
+      if (seen.some((t) => t.startsWith("old "))) break;
+      await Bun.sleep(50);
+    }
+    expect(seen).toEqual(["hello, new here"]);
+    expect((await poll(s, { phone })).messages.map((m) => m.message)).toEqual(["hello, new here"]);
+    s.kill();
+  });
+});
+
+describe("start-up without the BlueBubbles settings", () => {
+  const required = ["BLUEBUBBLES_URL", "BLUEBUBBLES_PASSWORD", "WEBHOOK_SECRET"] as const;
+
+  test.each(required)("NETWORK=bluebubbles without %s exits non-zero with one line naming it", async (name) => {
+    const child = spawnServer({ env: bbEnv(fake, { [name]: undefined }) });
+    const code = await child.exited();
+    expect(code).not.toBe(0);
+    expect(child.stdout).not.toMatch(/listening on/);
+    const errLines = lines(child.stderr);
+    expect(errLines).toHaveLength(1);
+    expect(errLines[0]!).toContain(name);
+    expect(child.stderr).not.toContain(fake.password);
+    expect(child.stderr).not.toContain(SECRET);
+  });
+
+  test.each([
+    ["WEBHOOK_SECRET", "too-short"],
+    ["WEBHOOK_SECRET", "has spaces and is long enough but not url safe"],
+    ["BLUEBUBBLES_URL", "192.168.1.20:1234 without scheme"],
+  ])("NETWORK=bluebubbles with a malformed %s (%p) exits non-zero with one line naming it, without echoing a secret", async (name, value) => {
+    const child = spawnServer({ env: bbEnv(fake, { [name]: value }) });
+    const code = await child.exited();
+    expect(code).not.toBe(0);
+    const errLines = lines(child.stderr);
+    expect(errLines).toHaveLength(1);
+    expect(errLines[0]!).toContain(name);
+    if (name === "WEBHOOK_SECRET") expect(child.stderr).not.toContain(value);
+    expect(child.stderr).not.toContain(fake.password);
+  });
+});
+
+describe("secrets stay out of the logs", () => {
+  test("after every test above, no server's output held the BlueBubbles password or the webhook secret", () => {
+    for (const s of [server, ...servers]) {
+      const output = s.stdout + s.stderr;
+      expect(output).not.toContain(SECRET);
+      expect(output).not.toContain(encodeURIComponent(fake.password));
+      expect(output).not.toContain(fake.password);
+      for (const f of fakes) expect(output).not.toContain(f.password);
+    }
+  });
+});
