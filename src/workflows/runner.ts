@@ -44,6 +44,7 @@ export async function runWorkflow(
   if (!dryRun && !deps.store.acquireLease(wf.name, deps.owner, leaseMs)) {
     return { runId: null, status: "skipped", error: "another run of this workflow is in progress", handled: 0, sends: [] };
   }
+  if (!dryRun) deps.store.endInterruptedRuns(wf.name);
 
   const runId = Bun.randomUUIDv7();
   const log = deps.log.child({ workflow: wf.name, runId });

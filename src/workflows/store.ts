@@ -69,6 +69,16 @@ export function createWorkflowStore(db: Db, now: () => number = Date.now) {
         .run();
     },
 
+    /** Ends the runs a dead process left `running`; call while holding the lease. */
+    endInterruptedRuns(workflow: string): number {
+      return db
+        .update(workflowRuns)
+        .set({ status: "error", endedAt: now(), error: "interrupted: the process stopped during the run" })
+        .where(and(eq(workflowRuns.workflow, workflow), eq(workflowRuns.status, "running"), eq(workflowRuns.dryRun, false)))
+        .returning({ id: workflowRuns.id })
+        .all().length;
+    },
+
     startRun(id: string, workflow: string, trigger: "schedule" | "manual", dryRun: boolean): void {
       db.insert(workflowRuns).values({ id, workflow, trigger, dryRun, startedAt: now(), status: "running" }).run();
     },

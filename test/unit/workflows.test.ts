@@ -90,6 +90,18 @@ describe("lease", () => {
   });
 });
 
+describe("run records", () => {
+  test("a run left `running` by a dead process is ended by the next run that takes the lease", async () => {
+    const { db, deps, store } = setup();
+    store.ensure("test-flow");
+    store.startRun("dead-run", "test-flow", "schedule", false);
+    await runWorkflow(deps(), workflow(() => {}), { trigger: "manual" });
+    const rows = db.select().from(workflowRuns).all();
+    expect(rows.find((r) => r.id === "dead-run")).toMatchObject({ status: "error", error: expect.stringContaining("interrupted") });
+    expect(rows.filter((r) => r.status === "running")).toHaveLength(0);
+  });
+});
+
 describe("cursor", () => {
   test("a new workflow starts after the messages already stored", async () => {
     const { deps, inbound } = setup();
