@@ -31,23 +31,24 @@ const t = initTRPC
 
 export const router = t.router;
 
-/** Turns the AppErrors of our service functions into tRPC errors, headers included. */
-const appErrors = t.middleware(async ({ ctx, next }) => {
-  const result = await next();
-  if (!result.ok && result.error.cause instanceof AppError) {
-    const cause = result.error.cause;
-    Object.assign(ctx.responseHeaders, cause.headers);
-    throw new TRPCError({ code: cause.code, message: cause.message, cause });
+/** An AppError of our service functions as a tRPC error, its headers kept for the response. */
+function toTRPCError(ctx: Context, cause: AppError): TRPCError {
+  Object.assign(ctx.responseHeaders, cause.headers);
+  return new TRPCError({ code: cause.code, message: cause.message, cause });
+}
+
+/**
+ * The one middleware: the caller was authenticated at the HTTP edge (src/api/auth.ts,
+ * before the body is read), and AppErrors leave as tRPC errors with their status.
+ */
+const guarded = t.middleware(async ({ ctx, next }) => {
+  const { keyId } = ctx;
+  if (ctx.authError || !keyId) {
+    throw toTRPCError(ctx, ctx.authError ?? new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" }));
   }
+  const result = await next({ ctx: { keyId } });
+  if (!result.ok && result.error.cause instanceof AppError) throw toTRPCError(ctx, result.error.cause);
   return result;
 });
 
-/** Authentication happens at the HTTP edge (src/api/auth.ts), before the body is read. */
-const authenticated = t.middleware(({ ctx, next }) => {
-  if (ctx.authError) throw ctx.authError;
-  if (!ctx.keyId) throw new AppError("UNAUTHORIZED", "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'", { "WWW-Authenticate": "Bearer" });
-  return next({ ctx: { keyId: ctx.keyId } });
-});
-
-export const publicProcedure = t.procedure.use(appErrors);
-export const authedProcedure = publicProcedure.use(authenticated);
+export const authedProcedure = t.procedure.use(guarded);

@@ -155,3 +155,12 @@ export const networkState = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.network, t.key] })],
 );
+
+/**
+ * How many messages each contact has, kept by triggers on `messages` (see the migration),
+ * so a history page's `total` costs one lookup, not a count over the contact's rows.
+ */
+export const contacts = sqliteTable("contacts", {
+  phone: text("phone").primaryKey(),
+  messages: integer("messages").notNull(),
+});

@@ -1,10 +1,9 @@
-import type { MessageRow } from "../db/schema";
 import { AppError } from "../errors";
 import { errorText } from "../log";
 import type { NetworkDriver } from "../network";
 import type { Claim, IdempotencyStore } from "./idempotency";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
-import type { MessageStore } from "./store";
+import type { MessageStore, RecordRow } from "./store";
 import { isoTime } from "./time";
 
 export interface MessagingDeps {
@@ -22,7 +21,7 @@ export interface IdempotentSend {
 /** The answer of POST /api/send. */
 export const sentAnswer = (record: MessageRecord) => ({ success: true, message_id: record.id, timestamp: record.timestamp });
 
-export function toRecord(row: MessageRow): MessageRecord {
+export function toRecord(row: RecordRow): MessageRecord {
   const record: MessageRecord = {
     id: row.id,
     phone: row.phone,

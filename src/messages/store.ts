@@ -1,63 +1,81 @@
-import { and, asc, count, desc, eq, gt, inArray, lt, max, sql } from "drizzle-orm";
+import type { Statement } from "bun:sqlite";
+import { and, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { messages, statusReports, type MessageRow } from "../db/schema";
 import { statusesBefore, type MessageStatus } from "./status";
 
 export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error"> & { error?: string | null };
 
-const p = <T extends string>(name: T) => sql.placeholder(name);
+/** The columns of a message row under their schema names. */
+const ROW = `id, phone, body, direction, status, timestamp, network, network_id AS networkId, error, updated_at AS updatedAt`;
+/** What a message record shows (pages read only these: fewer columns, faster pages). */
+const RECORD = `id, phone, body, direction, status, timestamp, error`;
+export type RecordRow = Pick<MessageRow, "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error">;
 
 /**
- * Every query on the messages table, prepared once per database. Writes take SQLite's
- * write lock first (BEGIN IMMEDIATE), so timestamps are assigned in commit order even
- * with several processes on one file: that is the poll cursor guarantee.
+ * Every query on the messages table, prepared once per database. The hot ones are plain
+ * bun:sqlite statements: Drizzle's row mapping and transaction wrapper cost more than
+ * the queries themselves (see bench/results.md). Writes take SQLite's write lock first
+ * (BEGIN IMMEDIATE), so timestamps are assigned in commit order even with several
+ * processes on one file: that is the poll cursor guarantee.
  */
 export function createMessageStore(db: Db, now: () => number = Date.now) {
-  const lastTimestamp = db.select({ ts: max(messages.timestamp) }).from(messages).prepare();
-  const insertRow = db.insert(messages).values({
-    id: p("id"),
-    phone: p("phone"),
-    body: p("body"),
-    direction: p("direction"),
-    status: p("status"),
-    timestamp: p("timestamp"),
-    network: p("network"),
-    networkId: p("networkId"),
-    error: p("error"),
-    updatedAt: p("updatedAt"),
-  }).prepare();
-  const byId = db.select().from(messages).where(eq(messages.id, p("id"))).prepare();
-  const byNetworkId = db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.network, p("network")), eq(messages.direction, p("direction")), eq(messages.networkId, p("networkId"))))
-    .prepare();
-  const historyPage = db
-    .select()
-    .from(messages)
-    .where(eq(messages.phone, p("phone")))
-    .orderBy(desc(messages.timestamp), desc(messages.id))
-    .limit(p("limit"))
-    .offset(p("offset"))
-    .prepare();
-  const historyTotal = db.select({ n: count() }).from(messages).where(eq(messages.phone, p("phone"))).prepare();
-  const inboundAfter = db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.direction, "inbound"), gt(messages.timestamp, p("since"))))
-    .orderBy(asc(messages.timestamp))
-    .limit(p("limit"))
-    .prepare();
-  const inboundFromAfter = db
-    .select()
-    .from(messages)
-    .where(and(eq(messages.direction, "inbound"), eq(messages.phone, p("phone")), gt(messages.timestamp, p("since"))))
-    .orderBy(asc(messages.timestamp))
-    .limit(p("limit"))
-    .prepare();
+  const sqlite = db.$client;
+  const lastTimestamp = sqlite.prepare<{ ts: number | null }, []>("SELECT max(timestamp) AS ts FROM messages");
+  const insertRow = sqlite.prepare<never, [MessageRow]>(
+    `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at)
+     VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt)`,
+  );
+  const byId = sqlite.prepare<MessageRow, [{ id: string }]>(`SELECT ${ROW} FROM messages WHERE id = $id`);
+  const byNetworkId = sqlite.prepare<MessageRow, [{ network: string; direction: string; networkId: string }]>(
+    `SELECT ${ROW} FROM messages WHERE network = $network AND direction = $direction AND network_id = $networkId`,
+  );
+  const historyPage = sqlite.prepare<RecordRow, [{ phone: string; limit: number; offset: number }]>(
+    `SELECT ${RECORD} FROM messages WHERE phone = $phone ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`,
+  );
+  // Kept by a trigger on every insert (drizzle/0005_contacts.sql).
+  const historyTotal = sqlite.prepare<{ n: number }, [{ phone: string }]>("SELECT messages AS n FROM contacts WHERE phone = $phone");
+  const inboundAfter = sqlite.prepare<RecordRow, [{ since: number; limit: number }]>(
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
+  );
+  const inboundFromAfter = sqlite.prepare<RecordRow, [{ phone: string; since: number; limit: number }]>(
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
+  );
+
+  // One statement a target status: the status rule (status.ts) decides which statuses may move to it.
+  const moveStatus = Object.fromEntries(
+    (["queued", "sent", "delivered", "failed", "received"] as const).map((to) => {
+      const from = statusesBefore(to).map((st) => `'${st}'`).join(", ") || "NULL";
+      return [
+        to,
+        sqlite.prepare<never, [{ id: string; status: string; now: number; networkId: string | null; error: string | null }]>(
+          `UPDATE messages SET status = $status, updated_at = $now, network_id = coalesce($networkId, network_id), error = coalesce($error, error)
+           WHERE id = $id AND status IN (${from})`,
+        ),
+      ];
+    }),
+  ) as Record<MessageStatus, Statement<never, [{ id: string; status: string; now: number; networkId: string | null; error: string | null }]>>;
 
   /** One clock for all messages: after every stored timestamp, at least 1 ms apart. */
   const nextTimestamp = () => Math.max(now(), (lastTimestamp.get()?.ts ?? 0) + 1);
+
+  const insert = sqlite.transaction((message: NewMessage, inSameTransaction?: (row: MessageRow) => void) => {
+    if (message.networkId != null) {
+      const existing = byNetworkId.get({ network: message.network, direction: message.direction, networkId: message.networkId });
+      if (existing) return { row: existing, created: false };
+    }
+    const timestamp = nextTimestamp();
+    const row: MessageRow = { ...message, error: message.error ?? null, timestamp, updatedAt: timestamp };
+    insertRow.run(row);
+    inSameTransaction?.(row);
+    return { row, created: true };
+  });
+
+  // One read transaction, so the page and the total agree.
+  const readSnapshot = sqlite.transaction((phone: string, limit: number, offset: number) => ({
+    rows: historyPage.all({ phone, limit, offset }),
+    total: historyTotal.get({ phone })?.n ?? 0,
+  }));
 
   return {
     /**
@@ -65,31 +83,13 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
      * network and direction, stores nothing and returns the stored row (`created: false`).
      */
     insert(message: NewMessage, inSameTransaction?: (row: MessageRow) => void): { row: MessageRow; created: boolean } {
-      return db.transaction(
-        () => {
-          if (message.networkId != null) {
-            const existing = byNetworkId.get({ network: message.network, direction: message.direction, networkId: message.networkId });
-            if (existing) return { row: existing, created: false };
-          }
-          const timestamp = nextTimestamp();
-          const row: MessageRow = { ...message, error: message.error ?? null, timestamp, updatedAt: timestamp };
-          insertRow.run(row);
-          inSameTransaction?.(row);
-          return { row, created: true };
-        },
-        { behavior: "immediate" },
-      );
+      return insert.immediate(message, inSameTransaction);
     },
 
     /** Moves a message to `status` when the status rule allows it; false when it did not. */
     setStatus(id: string, status: MessageStatus, patch: { networkId?: string | null; error?: string | null } = {}): boolean {
-      const changed = db
-        .update(messages)
-        .set({ status, updatedAt: now(), ...patch })
-        .where(and(eq(messages.id, id), inArray(messages.status, statusesBefore(status))))
-        .returning({ id: messages.id })
-        .all();
-      return changed.length > 0;
+      const changed = moveStatus[status].run({ id, status, now: now(), networkId: patch.networkId ?? null, error: patch.error ?? null });
+      return changed.changes > 0;
     },
 
     /**
@@ -108,7 +108,7 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
 
     /** A message by the network's own id for it. */
     byNetworkId(network: string, direction: MessageRow["direction"], networkId: string): MessageRow | undefined {
-      return byNetworkId.get({ network, direction, networkId });
+      return byNetworkId.get({ network, direction, networkId }) ?? undefined;
     },
 
     /** Keeps a delivery report, with whether it moved the message. */
@@ -117,19 +117,16 @@ export function createMessageStore(db: Db, now: () => number = Date.now) {
     },
 
     get(id: string): MessageRow | undefined {
-      return byId.get({ id });
+      return byId.get({ id }) ?? undefined;
     },
 
     /** One contact's messages, newest first, and how many there are in all. */
-    history(phone: string, limit: number, offset: number): { rows: MessageRow[]; total: number } {
-      return db.transaction(() => ({
-        rows: historyPage.all({ phone, limit, offset }),
-        total: historyTotal.get({ phone })?.n ?? 0,
-      }));
+    history(phone: string, limit: number, offset: number): { rows: RecordRow[]; total: number } {
+      return readSnapshot(phone, limit, offset);
     },
 
     /** Inbound messages after `since` (exclusive), oldest first; one extra row tells `hasMore`. */
-    inboundAfter(since: number, limit: number, phone?: string): { rows: MessageRow[]; hasMore: boolean } {
+    inboundAfter(since: number, limit: number, phone?: string): { rows: RecordRow[]; hasMore: boolean } {
       const rows = phone
         ? inboundFromAfter.all({ phone, since, limit: limit + 1 })
         : inboundAfter.all({ since, limit: limit + 1 });
