@@ -8,14 +8,16 @@ export interface Logger {
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
   error(msg: string, fields?: LogFields): void;
+  /** An info line written at every LOG_LEVEL (start-up's `listening on`). */
+  always(msg: string, fields?: LogFields): void;
   child(fields: LogFields): Logger;
 }
 
 /** Structured logs: one JSON object a line on stdout, below `level` dropped. */
 export function createLogger(level: LogLevel, base: LogFields = {}, write = (line: string) => process.stdout.write(line)): Logger {
   const min = RANK[level];
-  const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
-    if (RANK[lvl] < min) return;
+  const emit = (lvl: LogLevel, msg: string, fields?: LogFields, force = false) => {
+    if (RANK[lvl] < min && !force) return;
     write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }) + "\n");
   };
   return {
@@ -23,6 +25,7 @@ export function createLogger(level: LogLevel, base: LogFields = {}, write = (lin
     info: (msg, f) => emit("info", msg, f),
     warn: (msg, f) => emit("warn", msg, f),
     error: (msg, f) => emit("error", msg, f),
+    always: (msg, f) => emit("info", msg, f, true),
     child: (fields) => createLogger(level, { ...base, ...fields }, write),
   };
 }

@@ -82,7 +82,7 @@ function startHttp(app: App, log: Logger) {
       );
     },
   });
-  log.info(`listening on http://${server.hostname}:${server.port}`, { network: app.network.name });
+  log.always(`listening on http://${server.hostname}:${server.port}`, { network: app.network.name });
   return server;
 }
 
