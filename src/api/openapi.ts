@@ -60,8 +60,42 @@ const NETWORK_WEBHOOKS: Record<string, ZodOpenApiPathsObject> = {
   },
 };
 
+/** Our error envelope (CONTRACT §4), for the error responses trpc-to-openapi lists with its own shape. */
+function errorEnvelope(code: string) {
+  return {
+    type: "object",
+    title: `${code} error`,
+    required: ["success", "error"],
+    properties: {
+      success: { type: "boolean", const: false },
+      error: {
+        type: "object",
+        required: ["code", "message"],
+        properties: {
+          code: { type: "string", example: code },
+          message: { type: "string", description: "What was wrong, naming the field", example: "phone: must be E.164, e.g. +14155550123" },
+          issues: {
+            type: "array",
+            description: "Field by field, for invalid input",
+            items: { type: "object", properties: { path: { type: "string" }, message: { type: "string" } } },
+          },
+        },
+      },
+    },
+  };
+}
+
 /** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
 export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
+  const doc = generateDocument(router, network);
+  const schemas = (doc.components?.schemas ?? {}) as Record<string, unknown>;
+  for (const name of Object.keys(schemas)) {
+    if (name.startsWith("error.")) schemas[name] = errorEnvelope(name.slice("error.".length));
+  }
+  return doc;
+}
+
+function generateDocument(router: AppRouter, network: string) {
   return generateOpenApiDocument(router, {
     paths: NETWORK_WEBHOOKS[network],
     title: "Textwire",
@@ -73,7 +107,7 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
   });
 }
 
-export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>;
+export type OpenApiDocument = ReturnType<typeof generateDocument>;
 
 export interface Route {
   method: string;

@@ -1,7 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { StringOutputParser } from "@langchain/core/output_parsers";
-import { ChatOpenAI } from "@langchain/openai";
-import type { Config } from "../config";
 import { AppError } from "../errors";
 import { countryOf } from "../messages/phone";
 import { promptValues, replyPrompt, type ContextTurn } from "./prompt";
@@ -49,17 +47,4 @@ export function createGenerator(opts: { chatModel: BaseChatModel; model: string;
       }
     },
   };
-}
-
-/** The generator of the configuration: ChatOpenAI on OpenAI or any compatible server; null without OPENAI_API_KEY. */
-export function createConfiguredGenerator(config: Config): Generator | null {
-  if (!config.OPENAI_API_KEY) return null;
-  const chatModel = new ChatOpenAI({
-    model: config.OPENAI_MODEL,
-    apiKey: config.OPENAI_API_KEY,
-    configuration: config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {},
-    maxRetries: 1,
-    timeout: config.GENERATOR_TIMEOUT_MS,
-  });
-  return createGenerator({ chatModel, model: config.OPENAI_MODEL, timeoutMs: config.GENERATOR_TIMEOUT_MS });
 }

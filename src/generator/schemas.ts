@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { phoneSchema, typeError } from "../messages/schemas";
-import { isLanguage } from "./prompt";
+import { isLanguage } from "./language";
 
 export const MAX_CONTEXT_TURNS = 100;
 export const MAX_INSTRUCTIONS = 4000;

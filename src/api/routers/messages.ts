@@ -10,7 +10,7 @@ import { listHistory, pollInbound, sendMessage, sentAnswer } from "../../message
 import { generateInput, generateOutput } from "../../generator/schemas";
 import { generateReply, generatedAnswer } from "../../generator/service";
 import { idempotentMutation } from "../idempotency";
-import { authedProcedure, router } from "../trpc";
+import { authedProcedure, documentedOnly, router } from "../trpc";
 
 const tags = ["messages"];
 
@@ -20,7 +20,7 @@ const SEND_LOCK_MS = 60_000;
 export const messagesRouter = (maxMessageLength: number) =>
   router({
     send: authedProcedure
-      .meta({ openapi: { method: "POST", path: "/api/send", tags, summary: "Send a text message", protect: true } })
+      .meta({ openapi: { method: "POST", path: "/api/send", tags, summary: "Send a text message", protect: true, errorResponses: [400, 401, 409, 413, 415, 429, 502] } })
       .input(sendInput(maxMessageLength))
       .output(sendOutput)
       .mutation(({ ctx, input }) =>
@@ -31,19 +31,19 @@ export const messagesRouter = (maxMessageLength: number) =>
 
     // Declared before history: trpc-to-openapi takes the first route that matches.
     poll: authedProcedure
-      .meta({ openapi: { method: "GET", path: "/api/messages/poll", tags, summary: "New inbound messages, oldest first", protect: true } })
+      .meta({ openapi: { method: "GET", path: "/api/messages/poll", tags, summary: "New inbound messages, oldest first", protect: true, errorResponses: [400, 401, 429] } })
       .input(pollInput)
-      .output(pollOutput)
+      .output(documentedOnly(pollOutput))
       .query(({ ctx, input }) => ({ success: true, ...pollInbound(ctx.app.store, input) })),
 
     history: authedProcedure
-      .meta({ openapi: { method: "GET", path: "/api/messages/{phone}", tags, summary: "Messages with one contact, newest first", protect: true } })
+      .meta({ openapi: { method: "GET", path: "/api/messages/{phone}", tags, summary: "Messages with one contact, newest first", protect: true, errorResponses: [400, 401, 429] } })
       .input(historyInput)
-      .output(historyOutput)
+      .output(documentedOnly(historyOutput))
       .query(({ ctx, input }) => ({ success: true, ...listHistory(ctx.app.store, input) })),
 
     generate: authedProcedure
-      .meta({ openapi: { method: "POST", path: "/api/generate", tags, summary: "Write a reply with the AI generator, and send it if asked", protect: true } })
+      .meta({ openapi: { method: "POST", path: "/api/generate", tags, summary: "Write a reply with the AI generator, and send it if asked", protect: true, errorResponses: [400, 401, 409, 413, 415, 429, 502, 503] } })
       .input(generateInput)
       .output(generateOutput)
       .mutation(({ ctx, input, signal }) => {
