@@ -2,6 +2,7 @@ import { createHttpHandler } from "./api/http";
 import { createApp, type App } from "./app";
 import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
+import { startCheckpointer } from "./db/checkpointer";
 import { openDb } from "./db/client";
 import { createLogger, errorText, type Logger } from "./log";
 import { catchUpNetwork } from "./messages/network-events";
@@ -96,6 +97,7 @@ let stopping = false;
 let maintenance: Timer | undefined;
 let catchUp: Timer | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
+let checkpointer: { stop(): void } | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
 
 async function shutdown(signal: string) {
@@ -111,6 +113,7 @@ async function shutdown(signal: string) {
   }, SHUTDOWN_GRACE_MS + 1000);
   await Promise.all([server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS))]);
   clearTimeout(forced);
+  checkpointer?.stop();
   db.$client.close();
   log.info("stopped");
   process.exit(0);
@@ -119,6 +122,7 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
+checkpointer = startCheckpointer(db, config.DATABASE_URL, log);
 if (mode !== "worker") {
   maintenance = startMaintenance(app, log);
   catchUp = startCatchUp(app, log);
