@@ -2,7 +2,6 @@ import { createHttpHandler } from "./api/http";
 import { createApp, type App } from "./app";
 import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
-import { startCheckpointer } from "./db/checkpointer";
 import { openDb } from "./db/client";
 import { createLogger, errorText, type Logger } from "./log";
 import { catchUpNetwork } from "./messages/network-events";
@@ -97,7 +96,6 @@ let stopping = false;
 let maintenance: Timer | undefined;
 let catchUp: Timer | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
-let checkpointer: { stop(): void } | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
 
 async function shutdown(signal: string) {
@@ -113,7 +111,6 @@ async function shutdown(signal: string) {
   }, SHUTDOWN_GRACE_MS + 1000);
   await Promise.all([server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS))]);
   clearTimeout(forced);
-  checkpointer?.stop();
   db.$client.close();
   log.info("stopped");
   process.exit(0);
@@ -122,7 +119,6 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
-checkpointer = startCheckpointer(db, config.DATABASE_URL, log);
 if (mode !== "worker") {
   maintenance = startMaintenance(app, log);
   catchUp = startCatchUp(app, log);
