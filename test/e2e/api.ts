@@ -7,9 +7,10 @@ export interface MessageRecord {
   id: string;
   phone: string;
   message: string;
-  direction: string;
+  direction: "outbound" | "inbound";
   timestamp: string;
   status: string;
+  error?: string;
 }
 export interface SendResult {
   success: boolean;

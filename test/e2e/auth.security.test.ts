@@ -20,7 +20,7 @@ describe("who gets in", () => {
   beforeAll(async () => {
     const key = newApiKey();
     server = await startServer({ apiKey: key, env: { API_KEYS: `${key},${second}` } });
-  });
+  }, 60_000);
   afterAll(() => server?.kill());
 
   for (const [method, path, body] of routes) {
@@ -97,7 +97,7 @@ describe("failed authentication is throttled per client address (20 a minute, th
   beforeAll(async () => {
     // Rate limiting per key is off here (RATE_LIMIT_PER_MINUTE=0); this throttle is separate.
     server = await startServer();
-  });
+  }, 60_000);
   afterAll(() => server?.kill());
 
   test("20 bad attempts are 401, every one after them is 429 with Retry-After", async () => {

@@ -47,7 +47,7 @@ describe("with a server running on the same database", () => {
   beforeAll(async () => {
     db = tempDb();
     server = await startServer({ dbPath: db.path });
-  });
+  }, 60_000);
   afterAll(() => {
     server?.kill();
     db?.cleanup();

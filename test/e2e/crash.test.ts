@@ -14,21 +14,13 @@
 import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
 import { startServer, tempDb, type Server } from "./harness";
+import type { MessageRecord } from "./api";
 
 const WORKERS = 48;
 const KILL_AFTER_MS = [700, 1500, 2300];
 const PHONES = Array.from({ length: 12 }, (_, i) => `+1415555${3000 + i}`);
 const REQUEST_TIMEOUT_MS = 10_000;
 
-interface MessageRecord {
-  id: string;
-  phone: string;
-  message: string;
-  direction: "outbound" | "inbound";
-  timestamp: string;
-  status: string;
-  error?: string;
-}
 
 interface Ack {
   id: string;

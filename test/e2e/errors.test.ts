@@ -127,7 +127,7 @@ function errorSuite(label: string, env: Record<string, string>) {
     let server: Server;
     beforeAll(async () => {
       server = await startServer({ env });
-    });
+    }, 60_000);
     afterAll(() => server?.kill());
 
     for (const c of cases) {
@@ -203,7 +203,7 @@ describe("rate limit per API key (RATE_LIMIT_PER_MINUTE=1, RATE_LIMIT_BURST=3)",
   beforeAll(async () => {
     const key = newApiKey();
     server = await startServer({ apiKey: key, env: { API_KEYS: `${key},${other}`, RATE_LIMIT_PER_MINUTE: "1", RATE_LIMIT_BURST: "3" } });
-  });
+  }, 60_000);
   afterAll(() => server?.kill());
 
   test("a burst of 3 passes; the 4th is 429 with Retry-After and RateLimit headers; another key is unaffected", async () => {

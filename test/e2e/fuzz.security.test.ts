@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { startServer, type Server } from "./harness";
+import type { MessageRecord } from "./api";
 
 // ---------------------------------------------------------------------------------------
 // Seed, budget, PRNG
@@ -816,14 +817,6 @@ async function runCases(baseUrl: string, apiKey: string, cases: FuzzCase[]) {
 // ---------------------------------------------------------------------------------------
 // Helpers for the checks around the run
 
-interface MessageRecord {
-  id: string;
-  phone: string;
-  message: string;
-  direction: string;
-  timestamp: string;
-  status: string;
-}
 
 async function call(server: Server, method: string, path: string, body?: unknown): Promise<{ status: number; text: string; json: any }> {
   const res = await fetch(server.url + path, {
@@ -882,7 +875,7 @@ describe("fuzz: hostile requests on every route", () => {
   afterAll(async () => {
     await server?.stop("SIGTERM");
     if (server) rmSync(dirname(server.dbPath), { recursive: true, force: true });
-  });
+  }, 30_000);
 
   test(
     "no 5xx, always the error envelope, no leak, no hang",
@@ -965,7 +958,7 @@ describe("fuzz: authentication variants", () => {
   afterAll(async () => {
     await server?.stop("SIGTERM");
     if (server) rmSync(dirname(server.dbPath), { recursive: true, force: true });
-  });
+  }, 30_000);
 
   function badAuth(key: string): [string, string][] {
     return r.weighted<() => [string, string][]>([

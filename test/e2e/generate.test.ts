@@ -12,11 +12,11 @@ beforeAll(async () => {
   server = await startServer({
     env: { OPENAI_API_KEY: "sk-local-test", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "tiny-test-model", GENERATOR_TIMEOUT_MS: "1500", MAX_MESSAGE_LENGTH: "200" },
   });
-});
+}, 60_000);
 afterAll(async () => {
   server?.kill();
   await model.stop();
-});
+}, 30_000);
 
 interface Generated {
   success: boolean;

@@ -326,16 +326,26 @@ export function lines(text: string): string[] {
  * Calls `check` until it returns something other than undefined or false, at most `ms`
  * (default 10 s); then fails naming `what`.
  */
-export async function waitUntil<T>(
+export function waitUntil<T>(
   what: string,
   check: () => T | undefined | false | Promise<T | undefined | false>,
   ms = 10_000,
 ): Promise<T> {
+  return waitFor(what, ms, check);
+}
+
+/** Polls `probe` until it returns something truthy; fails after `ms` with `context()` (bounded). */
+export async function waitFor<T>(
+  what: string,
+  ms: number,
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  context: () => string = () => "",
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    const value = await probe();
+    if (value !== undefined && value !== null && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${context().slice(-6000)}`);
     await Bun.sleep(20);
   }
 }

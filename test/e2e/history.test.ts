@@ -6,7 +6,7 @@ import { startServer, type Server } from "./harness";
 
 let server: Server;
 // A conversation of 7 messages, oldest first, alternating outbound and inbound.
-const talk = { phone: "", sent: [] as (SendResult & { direction: string; message: string })[] };
+const talk = { phone: "", sent: [] as (SendResult & { direction: "outbound" | "inbound"; message: string })[] };
 // 105 inbound messages from one phone, to see the default and maximum limit at work.
 let crowded = "";
 
@@ -18,14 +18,14 @@ beforeAll(async () => {
     const message = `turn ${i}`;
     const outbound = i % 2 === 0;
     const r = outbound ? await send(server, talk.phone, message) : await inbound(server, talk.phone, message);
-    talk.sent.push({ ...r, direction: outbound ? "outbound" : "inbound", message });
+    talk.sent.push({ ...r, direction: outbound ? ("outbound" as const) : ("inbound" as const), message });
     await send(server, other, `noise ${i}`); // another phone's messages, interleaved
   }
   crowded = newPhone();
   for (let batch = 0; batch < 7; batch++) {
     await Promise.all(Array.from({ length: 15 }, (_, i) => inbound(server, crowded, `crowd ${batch * 15 + i}`)));
   }
-});
+}, 60_000);
 afterAll(() => server?.kill());
 
 const newestFirst = () => [...talk.sent].reverse();

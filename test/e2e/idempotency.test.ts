@@ -7,7 +7,7 @@ import { startServer, type Server } from "./harness";
 let server: Server;
 beforeAll(async () => {
   server = await startServer();
-});
+}, 60_000);
 afterAll(() => server?.kill());
 
 const sendWithKey = (key: string, body: unknown, target = server) =>

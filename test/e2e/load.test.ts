@@ -15,6 +15,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { startServer, type Server } from "./harness";
+import type { MessageRecord } from "./api";
 
 const LOAD_SECONDS = positive("LOAD_SECONDS", 30);
 const CLIENTS = positive("LOAD_CLIENTS", 200);
@@ -31,14 +32,6 @@ function positive(name: string, fallback: number): number {
   return n;
 }
 
-interface MessageRecord {
-  id: string;
-  phone: string;
-  message: string;
-  direction: "outbound" | "inbound";
-  timestamp: string;
-  status: string;
-}
 
 interface Ack {
   id: string;
@@ -243,7 +236,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop("SIGTERM");
   if (server) rmSync(dirname(server.dbPath), { recursive: true, force: true });
-});
+}, 30_000);
 
 test(
   `${CLIENTS} concurrent clients for ${LOAD_SECONDS} s: no 5xx, no network error, every acknowledged message kept`,

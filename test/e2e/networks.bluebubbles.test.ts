@@ -50,7 +50,7 @@ const dbs: TempDb[] = [];
 beforeAll(async () => {
   fake = startFakeBlueBubbles();
   server = await startServer({ env: bbEnv(fake) });
-});
+}, 60_000);
 afterEach(() => {
   fake.replyToSend({ kind: "sent" });
 });
@@ -60,7 +60,7 @@ afterAll(async () => {
   await fake?.stop();
   for (const f of fakes) await f.stop();
   for (const db of dbs) db.cleanup();
-});
+}, 30_000);
 
 function expect2xx(reply: WebhookReply, what: string): void {
   if (reply.status < 200 || reply.status > 299) throw new Error(`${what}: expected 2xx, got ${reply.status}: ${reply.text.slice(0, 300)}`);

@@ -52,7 +52,7 @@ const extraServers: Server[] = [];
 beforeAll(async () => {
   fake = startFakeTwilio();
   server = await startServer({ env: twilioEnv(fake) });
-});
+}, 60_000);
 afterEach(() => {
   fake.reply({ kind: "created" });
 });
@@ -60,7 +60,7 @@ afterAll(async () => {
   server?.kill();
   for (const s of extraServers) s.kill();
   await fake?.stop();
-});
+}, 30_000);
 
 function signed(path: string, params: Record<string, string>, authToken = fake.authToken): Promise<WebhookReply> {
   return postTwilioWebhook(server.url, path, params, signTwilioRequest(authToken, PUBLIC_URL + path, params));

@@ -7,7 +7,7 @@ import { startServer, type Server } from "./harness";
 let server: Server;
 beforeAll(async () => {
   server = await startServer();
-});
+}, 60_000);
 afterAll(() => server?.kill());
 
 type Json = Record<string, unknown>;
@@ -28,7 +28,7 @@ describe("GET /openapi.json", () => {
   let doc: Json;
   beforeAll(async () => {
     doc = await getDocument();
-  });
+  }, 60_000);
 
   test("is OpenAPI 3.1 and valid according to @readme/openapi-parser", async () => {
     expect(String(doc.openapi)).toMatch(/^3\.1\.\d+$/);
@@ -80,7 +80,7 @@ describe("GET /docs", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type") ?? "").toContain("text/html");
     html = await res.text();
-  });
+  }, 60_000);
 
   const assets = () => {
     const scripts = [...html.matchAll(/<script\b[^>]*\bsrc\s*=\s*["']([^"']+)["']/gi)].map((m) => m[1]!);

@@ -14,7 +14,7 @@ const MAX_POLLS = 20_000;
 let server: Server;
 beforeAll(async () => {
   server = await startServer();
-});
+}, 60_000);
 afterAll(() => server?.kill());
 
 interface Follower {

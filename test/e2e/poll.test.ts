@@ -31,7 +31,7 @@ describe("a seeded mix of inbound and outbound messages", () => {
     outs.push(await send(server, p2, "out 2"));
     await note(p1, "in 4");
     await note(p2, "in 5");
-  });
+  }, 60_000);
   afterAll(() => server?.kill());
 
   const ids = (res: PollResult) => res.messages.map((m) => m.id);
@@ -152,7 +152,7 @@ describe("limit and has_more", () => {
     for (let i = 0; i < 105; i++) crowdIds.push((await inbound(server, crowd, `crowd ${i}`)).message_id);
     for (let i = 0; i < 5; i++) fewIns.push(await inbound(server, few, `few ${i}`));
     await send(server, few, "an outbound reply, never polled");
-  });
+  }, 60_000);
   afterAll(() => server?.kill());
 
   test("limit=2 pages through 5 messages: 2 + has_more, 2 + has_more, 1 and no more", async () => {

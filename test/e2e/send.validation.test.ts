@@ -9,7 +9,7 @@ let server: Server;
 let short: Server; // MAX_MESSAGE_LENGTH=10
 beforeAll(async () => {
   [server, short] = await Promise.all([startServer(), startServer({ env: { MAX_MESSAGE_LENGTH: "10" } })]);
-});
+}, 60_000);
 afterAll(() => {
   server?.kill();
   short?.kill();

@@ -11,7 +11,7 @@ let client: ReturnType<typeof createClient>;
 beforeAll(async () => {
   server = await startServer();
   client = createClient({ url: server.url, apiKey: server.apiKey });
-});
+}, 60_000);
 afterAll(() => server?.kill());
 
 /** The tRPC error a call fails with; fails the test if the call succeeds. */

@@ -9,7 +9,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { history, inbound, newPhone, type MessageRecord } from "./api";
-import { lines, startServer, tempDb, type Server, type TempDb } from "./harness";
+import { lines, startServer, tempDb, type Server, type TempDb, waitFor } from "./harness";
 
 const servers: Server[] = [];
 const dbs: TempDb[] = [];
@@ -33,15 +33,6 @@ async function boot(dbPath: string, wfDir: string): Promise<Server> {
   return server;
 }
 
-async function waitFor<T>(what: string, ms: number, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, context: () => string = () => ""): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${context().slice(-6000)}`);
-    await Bun.sleep(50);
-  }
-}
 
 const output = (...list: Server[]) => () =>
   list.map((s, i) => `--- server ${i} stdout ---\n${s.stdout.slice(-3000)}\n--- server ${i} stderr ---\n${s.stderr.slice(-1500)}`).join("\n");
@@ -134,7 +125,8 @@ export default {
     expect(atKill.length).toBeGreaterThanOrEqual(3);
     expect(atKill.length).toBeLessThan(inbounds.length);
     // The interrupted run is still marked running: the kill landed in the middle of it.
-    expect(runsOf(db.path, "slow-replier").filter((r) => r.status === "running")).toHaveLength(1);
+    const killedRuns = runsOf(db.path, "slow-replier").filter((r) => r.status === "running");
+    expect(killedRuns).toHaveLength(1);
     const queuedAtKill = atKill.filter((m) => m.status === "queued");
 
     const second = await boot(db.path, wfDir);
@@ -180,7 +172,13 @@ export default {
     // The restarted run took the same messages again (the cursor had not moved) and succeeded.
     const runs = runsOf(db.path, "slow-replier");
     expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(inbounds.length);
-    expect(runs.filter((r) => r.status === "error" || r.status === "timeout")).toEqual([]);
+    // The killed run was ended by the next run that took the lease; no other run failed.
+    const failed = runs.filter((r) => r.status === "error" || r.status === "timeout");
+    expect(failed.map((r) => r.id)).toEqual([killedRuns[0]!.id]);
+    expect(readDb(db.path, (d) => d.query("SELECT error FROM workflow_runs WHERE id = ?").get(killedRuns[0]!.id))).toEqual({
+      error: "interrupted: the process stopped during the run",
+    });
+    expect(runs.filter((r) => r.status === "running")).toEqual([]);
   },
   150_000,
 );

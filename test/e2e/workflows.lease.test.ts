@@ -12,7 +12,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { ROOT, lines, newApiKey, startServer, tempDb, type Server } from "./harness";
+import { ROOT, lines, newApiKey, startServer, tempDb, type Server, waitFor } from "./harness";
 
 const db = tempDb();
 const servers: Server[] = [];
@@ -87,13 +87,6 @@ function startMode(mode: "api" | "worker", env: Record<string, string>): ModePro
   return handle;
 }
 
-async function waitFor(what: string, ms: number, probe: () => boolean | Promise<boolean>, context: () => string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${context().slice(-4000)}`);
-    await Bun.sleep(100);
-  }
-}
 
 interface Interval {
   who: string;

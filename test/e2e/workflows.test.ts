@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startFakeOpenAI, type ChatRequest } from "../support/fake-openai";
 import { history, inbound, newPhone, type MessageRecord } from "./api";
-import { ROOT, lines, runCli, startServer, tempDb, type Server, type TempDb } from "./harness";
+import { ROOT, lines, runCli, startServer, tempDb, type Server, type TempDb, waitFor } from "./harness";
 
 const WORKFLOW_MODULE = resolve(ROOT, "src", "workflow.ts");
 const SHIPPED_WORKFLOWS = resolve(ROOT, "workflows");
@@ -27,7 +27,7 @@ afterAll(async () => {
   for (const s of servers) s.kill();
   for (const f of fakes) await f.stop();
   for (const d of dbs) d.cleanup();
-});
+}, 30_000);
 
 /** A temporary database path and, beside it, an empty workflows folder. */
 function workspace(): { db: TempDb; wfDir: string } {
@@ -70,16 +70,6 @@ function logLines(stdout: string): LogLine[] {
   return out;
 }
 
-/** Polls `probe` until it returns something truthy; fails after `ms` with `context()`. */
-async function waitFor<T>(what: string, ms: number, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, context: () => string = () => ""): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n${context().slice(-6000)}`);
-    await Bun.sleep(100);
-  }
-}
 
 const serverOutput = (server: Server) => () => `--- stdout ---\n${server.stdout.slice(-4000)}\n--- stderr ---\n${server.stderr.slice(-2000)}`;
 
