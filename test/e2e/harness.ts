@@ -44,6 +44,16 @@ const CONFIG_VARS = [
   "WORKFLOWS_DIR",
   "LOG_LEVEL",
   "NODE_ENV",
+  "TEXTWIRE_URL",
+  "TEXTWIRE_API_KEY",
+  "PUBLIC_URL",
+  "TWILIO_ACCOUNT_SID",
+  "TWILIO_AUTH_TOKEN",
+  "TWILIO_FROM",
+  "TWILIO_API_URL",
+  "BLUEBUBBLES_URL",
+  "BLUEBUBBLES_PASSWORD",
+  "WEBHOOK_SECRET",
 ];
 
 /** An env overlay; `undefined` removes a variable. */
@@ -178,6 +188,8 @@ export interface StartOptions {
   dbPath?: string;
   /** The key put in API_KEYS; default a new one; null starts the server with no API_KEYS. */
   apiKey?: string | null;
+  /** `bun run start MODE`: `api` (no workflows) or `worker` (no HTTP); default both. */
+  mode?: "api" | "worker";
 }
 
 export interface Spawned {
@@ -186,6 +198,8 @@ export interface Spawned {
   readonly stderr: string;
   /** Waits (bounded) for exit and for all output; kills the group on time-out. */
   exited(ms?: number): Promise<number>;
+  /** Sends the signal and waits (bounded) for the exit code. */
+  stop(signal?: "SIGTERM" | "SIGINT"): Promise<number>;
   kill(): void;
 }
 
@@ -204,7 +218,7 @@ export function spawnServer(opts: StartOptions = {}): Spawned & { dbPath: string
     ...opts.env,
   });
   // Object.assign keeps the stdout/stderr getters alive (a spread would freeze them).
-  return Object.assign(spawnBun(["run", "--silent", "start"], env), { dbPath, apiKey });
+  return Object.assign(spawnBun(["run", "--silent", "start", ...(opts.mode ? [opts.mode] : [])], env), { dbPath, apiKey });
 }
 
 function spawnBun(args: string[], env: Record<string, string>): Spawned {
@@ -229,6 +243,14 @@ function spawnBun(args: string[], env: Record<string, string>): Spawned {
       return err.text;
     },
     kill,
+    stop(signal = "SIGTERM") {
+      try {
+        proc.kill(signal);
+      } catch {
+        // Already gone: exited() reports how it ended.
+      }
+      return this.exited(STOP_MS);
+    },
     async exited(ms = CLI_MS) {
       const code = await within(proc.exited, ms);
       if (code === TIMED_OUT) {
@@ -285,14 +307,7 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
       return child.stderr;
     },
     kill: child.kill,
-    async stop(signal = "SIGTERM") {
-      try {
-        child.proc.kill(signal);
-      } catch {
-        // Already gone: exited() reports how it ended.
-      }
-      return child.exited(STOP_MS);
-    },
+    stop: (signal) => child.stop(signal),
     fetch(path, init = {}, key = apiKey) {
       const headers = new Headers(init.headers);
       if (!headers.has("authorization") && key) headers.set("authorization", `Bearer ${key}`);

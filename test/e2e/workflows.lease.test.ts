@@ -11,81 +11,18 @@ import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { ROOT, lines, newApiKey, startServer, tempDb, type Server, waitFor } from "./harness";
+import { lines, spawnServer, startServer, tempDb, type Server, type Spawned, waitFor } from "./harness";
 
 const db = tempDb();
 const servers: Server[] = [];
-const modeProcs: ModeProcess[] = [];
+const spawned: Spawned[] = [];
 
 afterAll(() => {
   for (const s of servers) s.kill();
-  for (const p of modeProcs) p.kill();
+  for (const p of spawned) p.kill();
   db.cleanup();
 });
 
-/** Textwire's settings: the inherited environment never decides one of them. */
-const CONFIG_VARS = [
-  "PORT", "HOST", "DATABASE_URL", "API_KEYS", "NETWORK", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL",
-  "GENERATOR_TIMEOUT_MS", "MAX_MESSAGE_LENGTH", "RATE_LIMIT_PER_MINUTE", "RATE_LIMIT_BURST", "WORKFLOWS_DIR",
-  "LOG_LEVEL", "NODE_ENV", "TEXTWIRE_URL", "TEXTWIRE_API_KEY", "PUBLIC_URL",
-];
-
-interface ModeProcess {
-  proc: Subprocess<"ignore", "pipe", "pipe">;
-  readonly stdout: string;
-  /** SIGTERM, then waits (at most 15 s) for the exit code. */
-  stop(): Promise<number>;
-  kill(): void;
-}
-
-/**
- * \`bun run start MODE\` in its own process group (the harness starts only the default mode).
- * Its output is collected as it runs.
- */
-function startMode(mode: "api" | "worker", env: Record<string, string>): ModeProcess {
-  const full: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !CONFIG_VARS.includes(k)) full[k] = v;
-  Object.assign(full, { PORT: "0", HOST: "127.0.0.1", API_KEYS: newApiKey(), RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info", ...env });
-  const proc = Bun.spawn(["bun", "run", "--silent", "start", mode], { cwd: ROOT, env: full, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
-  let out = "";
-  const pump = (async () => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of proc.stdout) out += decoder.decode(chunk, { stream: true });
-    } catch {
-      // Killed: what was read stays.
-    }
-  })();
-  void new Response(proc.stderr).text().catch(() => "");
-  let alive = true;
-  const kill = () => {
-    if (!alive) return;
-    alive = false;
-    try {
-      process.kill(-proc.pid, "SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  };
-  const handle: ModeProcess = {
-    proc,
-    get stdout() {
-      return out;
-    },
-    kill,
-    async stop() {
-      proc.kill("SIGTERM");
-      const code = await Promise.race([proc.exited, Bun.sleep(15_000).then(() => null)]);
-      kill();
-      await Promise.race([pump, Bun.sleep(2000)]);
-      if (code === null) throw new Error(`bun run start ${mode} did not exit within 15 s after SIGTERM\n${out.slice(-3000)}`);
-      return code;
-    },
-  };
-  modeProcs.push(handle);
-  return handle;
-}
 
 
 interface Interval {
@@ -136,7 +73,8 @@ export default {
     const a = await startServer({ dbPath: db.path, env });
     servers.push(a);
     // The second process is a worker alone (\`bun run start worker\`: no HTTP).
-    const b = startMode("worker", { DATABASE_URL: db.path, ...env });
+    const b = spawnServer({ dbPath: db.path, mode: "worker", env });
+    spawned.push(b);
     await waitFor("the worker to schedule the workflow", 15_000, () => b.stdout.includes("workflow slow scheduled"), () => b.stdout);
 
     const trail = async () => lines(await Bun.file(trace).text().catch(() => ""));
@@ -253,8 +191,8 @@ test(
 export default { name: "busy", schedule: "* * * * * *", run() { appendFileSync(${JSON.stringify(trace)}, "ran\\n"); } };
 `,
       );
-      const api = startMode("api", { DATABASE_URL: own.path, WORKFLOWS_DIR: wfDir });
-      await waitFor("the API to listen", 15_000, () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(api.stdout), () => api.stdout);
+      const api = await startServer({ dbPath: own.path, mode: "api", env: { WORKFLOWS_DIR: wfDir } });
+      servers.push(api);
       // More than two ticks of the schedule.
       await Bun.sleep(2500);
       expect(await Bun.file(trace).exists()).toBe(false);

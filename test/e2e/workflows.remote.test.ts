@@ -1,0 +1,86 @@
+// A worker apart from the API (`bun run start worker` with TEXTWIRE_URL): it polls, reads
+// history, generates and replies through the server's API; its bookkeeping stays local.
+import { Database } from "bun:sqlite";
+import { afterAll, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startFakeOpenAI } from "../support/fake-openai";
+import { history, inbound, newPhone } from "./api";
+import { spawnServer, startServer, tempDb, waitFor, type Server, type Spawned } from "./harness";
+
+const model = startFakeOpenAI({ kind: "text", text: "Answered from afar" });
+const cleanup: (() => unknown)[] = [];
+afterAll(async () => {
+  for (const c of cleanup) await c();
+  await model.stop();
+}, 30_000);
+
+test(
+  "a remote worker answers each inbound message once, through the API",
+  async () => {
+    const api: Server = await startServer({ mode: "api", env: { OPENAI_API_KEY: "sk-local", OPENAI_BASE_URL: model.baseUrl } });
+    cleanup.push(() => api.kill());
+    const local = tempDb();
+    cleanup.push(() => local.cleanup());
+    const wfDir = join(local.dir, "workflows");
+    mkdirSync(wfDir);
+    writeFileSync(
+      join(wfDir, "remote.ts"),
+      `export default {
+  name: "remote-replier",
+  schedule: "* * * * * *",
+  requires: ["generator"],
+  async run(ctx) {
+    for (const msg of await ctx.poll()) {
+      const { messages } = await ctx.history(msg.phone, { limit: 10 });
+      const context = messages.reverse().map((m) => ({ role: m.direction === "inbound" ? "user" : "assistant", content: m.message }));
+      const { text } = await ctx.generate({ phone: msg.phone, context });
+      await ctx.reply(msg, text);
+    }
+  },
+};
+`,
+    );
+    const worker: Spawned = spawnServer({
+      mode: "worker",
+      dbPath: local.path,
+      env: { TEXTWIRE_URL: api.url, TEXTWIRE_API_KEY: api.apiKey, WORKFLOWS_DIR: wfDir },
+    });
+    cleanup.push(() => worker.kill());
+    await waitFor("the worker to schedule the workflow", 15_000, () => worker.stdout.includes("workflow remote-replier scheduled"), () => worker.stdout + worker.stderr);
+    expect(worker.stdout).toContain(`worker runs against ${api.url}`);
+
+    const phones = [newPhone(), newPhone()];
+    for (const phone of phones) await inbound(api, phone, `Hello from ${phone}`);
+    const replied = async () => {
+      for (const phone of phones) {
+        const page = await history(api, phone);
+        if (!page.messages.some((m) => m.direction === "outbound")) return false;
+      }
+      return true;
+    };
+    await waitFor("a reply to every inbound message", 20_000, replied, () => worker.stdout);
+    await Bun.sleep(2500); // a few more ticks: a second reply would show now
+
+    for (const phone of phones) {
+      const outbound = (await history(api, phone)).messages.filter((m) => m.direction === "outbound");
+      expect(outbound.map((m) => [m.message, m.status])).toEqual([["Answered from afar", "delivered"]]);
+    }
+    // The model saw each contact's message, sent by the server's generator.
+    for (const phone of phones) {
+      expect(model.requests.some((r) => r.messages.some((m) => m.content === `Hello from ${phone}`))).toBe(true);
+    }
+    expect(await worker.stop()).toBe(0);
+    const db = new Database(local.path, { readonly: true });
+    try {
+      // Messages live on the server; the worker keeps only its runs, cursor and leases.
+      expect(db.query("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 0 });
+      const runs = db.query("SELECT status, handled FROM workflow_runs").all() as { status: string; handled: number }[];
+      expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(phones.length);
+      expect(runs.filter((r) => r.status !== "ok")).toEqual([]);
+    } finally {
+      db.close();
+    }
+  },
+  60_000,
+);
