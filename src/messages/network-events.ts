@@ -4,6 +4,7 @@ import { networkState } from "../db/schema";
 import type { Logger } from "../log";
 import type { NetworkDriver, WebhookEvents } from "../network/driver";
 import { isE164 } from "./phone";
+import { recordInbound } from "./service";
 import type { MessageStore } from "./store";
 
 export interface AppliedEvents {
@@ -28,17 +29,9 @@ export function applyNetworkEvents(store: MessageStore, network: string, events:
       log.warn("inbound message from a non-phone address skipped", { network, networkId: m.networkId });
       continue;
     }
-    const { created } = store.insert({
-      id: Bun.randomUUIDv7(),
-      phone: m.phone,
-      body: m.message,
-      direction: "inbound",
-      status: "received",
-      network,
-      networkId: m.networkId,
-    });
-    if (created) result.stored++;
-    else result.duplicates++;
+    const { duplicate } = recordInbound({ store }, network, { phone: m.phone, message: m.message, networkId: m.networkId });
+    if (duplicate) result.duplicates++;
+    else result.stored++;
   }
   for (const report of events.statuses) {
     const message =
