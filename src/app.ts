@@ -6,6 +6,7 @@ import { createConfiguredGenerator } from "./generator/configured";
 import type { Generator } from "./generator/generator";
 import type { Logger } from "./log";
 import { createIdempotencyStore, type IdempotencyStore } from "./messages/idempotency";
+import { networkStateStore } from "./messages/network-events";
 import { createMessageStore, type MessageStore } from "./messages/store";
 import { createNetwork, type NetworkDriver } from "./network";
 
@@ -33,7 +34,7 @@ export function createApp(config: Config, db: Db, log: Logger): App {
     log,
     store: createMessageStore(db),
     idempotency: createIdempotencyStore(db),
-    network: createNetwork(config),
+    network: createNetwork(config, { log, state: networkStateStore(db, config.NETWORK) }),
     generator: createConfiguredGenerator(config),
     verifyKey: createKeyVerifier(db, config.API_KEYS),
     keyLimiter:

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { createApp } from "./app";
 import { createKey, listKeys, revokeKey } from "./auth/keys";
 import { ConfigError, loadConfig } from "./config";
-import { openDb } from "./db/client";
+import { DatabaseError, openDb } from "./db/client";
 import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
 import { inboundInput, sendInput } from "./messages/schemas";
@@ -167,7 +167,7 @@ try {
     process.stderr.write(`textwire: ${err.message} (see: bun run textwire help)\n`);
     process.exit(2);
   }
-  if (err instanceof AppError || err instanceof ConfigError) {
+  if (err instanceof AppError || err instanceof ConfigError || err instanceof DatabaseError) {
     process.stderr.write(`textwire: ${err.message}\n`);
     process.exit(1);
   }

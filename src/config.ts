@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseTrustedProxy } from "./api/client-address";
 
 const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 
@@ -14,7 +15,10 @@ const apiKey = z
   .string()
   .regex(/^[A-Za-z0-9_-]{24,}$/, "each key must be at least 24 letters, digits, '_' or '-'");
 
-/** Every environment variable Textwire reads, parsed once. Defaults match CONTRACT.md §1. */
+/** The LangChain chat model providers whose package is installed (GENERATOR_MODEL's prefix). */
+export const GENERATOR_PROVIDERS: readonly string[] = ["openai"];
+
+/** Every environment variable Textwire reads, parsed once. Defaults match docs/operations.md. */
 export const configSchema = z.object({
   PORT: int(0, 65535).default(3000),
   HOST: z.string().trim().min(1, "must not be empty").default("127.0.0.1"),
@@ -36,16 +40,55 @@ export const configSchema = z.object({
   TWILIO_API_URL: z.url("must be a URL").default("https://api.twilio.com"),
   BLUEBUBBLES_URL: z.url("must be a URL, e.g. http://192.168.1.20:1234").optional(),
   BLUEBUBBLES_PASSWORD: z.string().min(1).optional(),
+  /** The service of a new chat's guid: iMessage, or SMS when the Mac relays green-bubble texts. */
+  BLUEBUBBLES_SERVICE: z.enum(["iMessage", "SMS"], "must be iMessage or SMS").default("iMessage"),
+  /** How long a BlueBubbles send may take; the server itself waits up to 2 minutes (docs/networks.md). */
+  BLUEBUBBLES_SEND_TIMEOUT_MS: int(1000, 3_600_000).default(120_000),
+  /** Outbound BlueBubbles messages not final after this are looked up on the server. */
+  BLUEBUBBLES_RECONCILE_AFTER_MS: int(1000, 86_400_000).default(120_000),
   WEBHOOK_SECRET: z.string().regex(/^[A-Za-z0-9_-]{24,}$/, "must be at least 24 letters, digits, '_' or '-'").optional(),
   OPENAI_API_KEY: z.string().default(""),
   OPENAI_BASE_URL: z.url("must be a URL").optional(),
   OPENAI_MODEL: z.string().min(1).default("gpt-4o-mini"),
+  /** provider:model for the generator (src/generator/configured.ts); unset: openai:<OPENAI_MODEL>. */
+  GENERATOR_MODEL: z
+    .string()
+    .trim()
+    .regex(/^[a-z][a-z0-9_-]*:\S+$/, "must be provider:model, e.g. openai:gpt-4o-mini")
+    .refine((v) => GENERATOR_PROVIDERS.includes(v.slice(0, v.indexOf(":"))), {
+      error: (issue) => `provider "${String(issue.input).split(":")[0]}" is not installed; installed: ${GENERATOR_PROVIDERS.join(", ")}`,
+    })
+    .optional(),
   GENERATOR_TIMEOUT_MS: int(1).default(30000),
   MAX_MESSAGE_LENGTH: int(1, 1_000_000).default(10000),
   RATE_LIMIT_PER_MINUTE: int(0).default(600),
   RATE_LIMIT_BURST: int(1).default(60),
+  /** Proxies whose X-Forwarded-For is believed, for the failed-authentication throttle. */
+  TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((entry) => entry.trim()).filter(Boolean))
+    .pipe(
+      z.array(
+        z.string().refine(
+          (entry) => {
+            try {
+              parseTrustedProxy(entry);
+              return true;
+            } catch {
+              return false;
+            }
+          },
+          "each entry must be an IPv4 or IPv6 address or CIDR, e.g. 10.0.0.0/8 or fd00::/8",
+        ),
+      ),
+    ),
   WORKFLOWS_DIR: z.string().trim().min(1).default("./workflows"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  /** Workflow run records older than this are deleted by maintenance. */
+  WORKFLOW_RUNS_RETENTION_DAYS: int(1, 36500).default(30),
+  /** How often maintenance runs; shorter only for tests (docs/operations.md). */
+  MAINTENANCE_INTERVAL_MS: int(100).default(60000),
   /** Worker mode only: run workflows against this Textwire server instead of the local database. */
   TEXTWIRE_URL: z.url("must be a URL, e.g. https://textwire.example.com").optional(),
   TEXTWIRE_API_KEY: apiKey.optional(),

@@ -1,9 +1,10 @@
 import type { z } from "zod";
 
-/** The codes of CONTRACT.md §4. Each maps to one HTTP status, in src/api/errors.ts. */
+/** The error codes (docs/api.md "Errors"). Each maps to one HTTP status, in src/api/errors.ts. */
 export type ErrorCode =
   | "BAD_REQUEST"
   | "UNAUTHORIZED"
+  | "FORBIDDEN"
   | "NOT_FOUND"
   | "METHOD_NOT_SUPPORTED"
   | "CONFLICT"
@@ -12,7 +13,20 @@ export type ErrorCode =
   | "TOO_MANY_REQUESTS"
   | "INTERNAL_SERVER_ERROR"
   | "BAD_GATEWAY"
-  | "SERVICE_UNAVAILABLE";
+  | "SERVICE_UNAVAILABLE"
+  | "GATEWAY_TIMEOUT";
+
+/**
+ * Facts an error gives clients besides its code and message, the same in the REST envelope
+ * (`error.reason`, …) and in a tRPC error's `data`. An idempotency conflict says which
+ * (`reason`) and, when the key's first request was answered, that answer's message.
+ */
+export interface ErrorDetails {
+  reason?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS";
+  message_id?: string;
+  timestamp?: string;
+  status?: string;
+}
 
 /**
  * The one error type of Textwire's own code. Service functions throw it; the API maps it
@@ -25,6 +39,7 @@ export class AppError extends Error {
     message: string,
     /** Response headers that belong to this error (Retry-After, WWW-Authenticate). */
     readonly headers: Record<string, string> = {},
+    readonly details: ErrorDetails = {},
   ) {
     super(message);
   }

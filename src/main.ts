@@ -1,17 +1,18 @@
 import { createHttpHandler } from "./api/http";
 import { createApp, type App } from "./app";
+import { repeatEvery, type Repeating } from "./background";
 import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
-import { openDb } from "./db/client";
+import { DatabaseError, openDb, type Db } from "./db/client";
 import { createLogger, errorText, type Logger } from "./log";
-import { catchUpNetwork } from "./messages/network-events";
+import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
 import type { Scheduler } from "./workflows/scheduler";
+import { createWorkflowStore } from "./workflows/store";
 import { startWorker } from "./workflows/worker";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 /** A send still `queued` after this was cut off by a crash (drivers give up far sooner). */
 const STALE_QUEUED_MS = 2 * 60_000;
-const MAINTENANCE_EVERY_MS = 60_000;
 /** How often to ask a network for what its webhooks missed (BlueBubbles does not retry them). */
 const CATCH_UP_EVERY_MS = 3 * 60_000;
 const MODES = ["all", "api", "worker"] as const;
@@ -37,6 +38,15 @@ function configOrExit(): Config {
   }
 }
 
+function dbOrExit(url: string): Db {
+  try {
+    return openDb(url);
+  } catch (err) {
+    if (err instanceof DatabaseError) fail(err.message);
+    throw err;
+  }
+}
+
 /** Creates a key when none exists at all, and prints it: the only time a key is written out. */
 function ensureSomeKey(app: App) {
   if (app.config.API_KEYS.length > 0 || countActiveKeys(app.db) > 0) return;
@@ -45,35 +55,53 @@ function ensureSomeKey(app: App) {
 }
 
 function startMaintenance(app: App, log: Logger) {
-  const maintain = () => {
-    const failed = app.store.failStaleQueued(STALE_QUEUED_MS);
+  const runs = createWorkflowStore(app.db);
+  const retentionMs = app.config.WORKFLOW_RUNS_RETENTION_DAYS * 24 * 60 * 60_000;
+  // A network that reconciles settles its own queued sends (their outcome may be unknown).
+  return repeatEvery("maintenance", app.config.MAINTENANCE_INTERVAL_MS, () => {
+    const failed = app.store.failStaleQueued(STALE_QUEUED_MS, app.network.reconcile ? app.network.name : undefined);
     if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
     const purged = app.idempotency.purgeExpired();
     if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
-  };
-  maintain();
-  return setInterval(maintain, MAINTENANCE_EVERY_MS);
+    const oldRuns = runs.purgeRunsBefore(Date.now() - retentionMs);
+    if (oldRuns > 0) log.info("deleted old workflow run records", { count: oldRuns });
+  }, log);
 }
 
 function startCatchUp(app: App, log: Logger) {
   if (!app.network.catchUp) return undefined;
-  const catchUp = () =>
-    catchUpNetwork(app)
-      .then((r) => r && (r.stored > 0 || r.applied > 0) && log.info("caught up with the network", { network: app.network.name, ...r }))
-      .catch((err) => log.warn("network catch-up failed; will retry", { network: app.network.name, error: errorText(err) }));
-  void catchUp();
-  return setInterval(catchUp, CATCH_UP_EVERY_MS);
+  return repeatEvery("network catch-up", CATCH_UP_EVERY_MS, async () => {
+    const r = await catchUpNetwork(app);
+    if (r && (r.stored > 0 || r.applied > 0)) log.info("caught up with the network", { network: app.network.name, ...r });
+  }, log.child({ network: app.network.name }));
+}
+
+/** Asks the network about outbound messages not final after a while (BlueBubbles). */
+function startReconcile(app: App, log: Logger) {
+  if (!app.network.reconcile) return undefined;
+  const afterMs = app.config.BLUEBUBBLES_RECONCILE_AFTER_MS;
+  return repeatEvery("network reconciliation", Math.min(app.config.MAINTENANCE_INTERVAL_MS, Math.max(1000, afterMs / 2)), async () => {
+    const r = await reconcileNetwork(app, afterMs);
+    if (r && r.applied > 0) log.info("reconciled message statuses with the network", { network: app.network.name, ...r });
+  }, log.child({ network: app.network.name }));
 }
 
 function startHttp(app: App, log: Logger) {
   const http = createHttpHandler(app);
+  const slowRequestS = Math.ceil((app.config.BLUEBUBBLES_SEND_TIMEOUT_MS + app.config.GENERATOR_TIMEOUT_MS) / 1000) + 30;
   const server = Bun.serve({
     port: app.config.PORT,
     hostname: app.config.HOST,
     // Bodies are limited by the handler (1 MiB, read as a stream), so that every oversized
     // body gets the JSON 413 rather than Bun's empty one.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    fetch: (req, srv) => http.fetch(req, srv.requestIP(req)?.address ?? "unknown"),
+    // Likewise request heads over 16 KiB get the handler's JSON 431: `bun run start` sets
+    // Bun's own header limit (--max-http-header-size, package.json) above that.
+    fetch: (req, srv) => {
+      // A send may wait for the network longer than Bun's 10 s idle timeout.
+      if (req.method === "POST") srv.timeout(req, slowRequestS);
+      return http.fetch(req, srv.requestIP(req)?.address ?? "unknown");
+    },
     error(err) {
       log.error("unhandled server error", { error: errorText(err) });
       return Response.json(
@@ -89,20 +117,22 @@ function startHttp(app: App, log: Logger) {
 const mode = modeOf(process.argv[2]);
 const config = configOrExit();
 const log = createLogger(config.LOG_LEVEL);
-const db = openDb(config.DATABASE_URL);
+const db = dbOrExit(config.DATABASE_URL);
 const app = createApp(config, db, log);
 
 let stopping = false;
-let maintenance: Timer | undefined;
-let catchUp: Timer | undefined;
+let maintenance: Repeating | undefined;
+let catchUp: Repeating | undefined;
+let reconcile: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
 
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  clearInterval(maintenance);
-  clearInterval(catchUp);
+  maintenance?.stop();
+  catchUp?.stop();
+  reconcile?.stop();
   log.info("shutting down", { signal });
   const forced = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");
@@ -119,11 +149,15 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
+maintenance = startMaintenance(app, log);
 if (mode !== "worker") {
-  maintenance = startMaintenance(app, log);
   catchUp = startCatchUp(app, log);
+  reconcile = startReconcile(app, log);
   ensureSomeKey(app);
   server = startHttp(app, log);
   if (config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
+  if (config.NETWORK === "bluebubbles" && config.BLUEBUBBLES_SEND_TIMEOUT_MS < 120_000) {
+    log.warn("BLUEBUBBLES_SEND_TIMEOUT_MS is below the BlueBubbles server's own 2-minute wait: slow sends will be answered 504 and settled later");
+  }
 }
 if (mode !== "api") worker = startWorker(app, log, mode === "worker" && config.TEXTWIRE_URL !== undefined);

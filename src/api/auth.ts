@@ -5,21 +5,22 @@ import { rateLimitHeaders } from "./rate-limit";
 const BEARER = /^bearer +(\S+) *$/i;
 
 /**
- * The API key of a request, checked before anything else is read: from an address that
- * has not failed too often, a valid key, within its rate limit. Returns the key's id and
- * the headers the response carries; throws 401 or 429.
+ * The one auth step of a request, before its body is read: a valid API key within its
+ * rate limit (`calls` tokens: one per procedure call, so a tRPC batch of N takes N).
+ * Only failures count against the client address (20 a minute), and only failures are
+ * refused by that count: a valid key always gets past it. Returns the key's id and the
+ * headers the response carries; throws 401 or 429.
  */
-export function authenticate(app: App, req: Request, ip: string): { keyId: string; headers: Record<string, string> } {
-  const blocked = app.authFailures.peek(ip);
-  if (!blocked.allowed) {
-    throw new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
-      "Retry-After": String(blocked.retryAfterSeconds),
-    });
-  }
+export function authenticate(app: App, req: Request, clientAddress: string, calls = 1): { keyId: string; headers: Record<string, string> } {
   const key = BEARER.exec(req.headers.get("authorization") ?? "")?.[1];
   const keyId = key ? app.verifyKey(key) : null;
   if (!keyId) {
-    app.authFailures.take(ip);
+    const failures = app.authFailures.take(clientAddress);
+    if (!failures.allowed) {
+      throw new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
+        "Retry-After": String(failures.retryAfterSeconds),
+      });
+    }
     throw new AppError(
       "UNAUTHORIZED",
       key ? "authorization: invalid API key" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'",
@@ -27,8 +28,11 @@ export function authenticate(app: App, req: Request, ip: string): { keyId: strin
     );
   }
   if (!app.keyLimiter) return { keyId, headers: {} };
-  const decision = app.keyLimiter.take(keyId);
+  const decision = app.keyLimiter.take(keyId, calls);
   const headers = rateLimitHeaders(decision);
-  if (!decision.allowed) throw new AppError("TOO_MANY_REQUESTS", `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`, headers);
+  if (!decision.allowed) {
+    const batch = calls > 1 ? ` (a batch of ${calls} calls takes ${calls}; ${decision.remaining} left)` : "";
+    throw new AppError("TOO_MANY_REQUESTS", `rate limit exceeded${batch}; retry in ${decision.retryAfterSeconds} s`, headers);
+  }
   return { keyId, headers };
 }

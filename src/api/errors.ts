@@ -1,25 +1,33 @@
 import type { TRPCError } from "@trpc/server";
-import { fieldIssues, issuesMessage, type ErrorCode, type FieldIssue } from "../errors";
+import { AppError, fieldIssues, issuesMessage, type ErrorCode, type ErrorDetails, type FieldIssue } from "../errors";
+
+/** Codes only the HTTP edge answers with (no procedure throws them). */
+type EdgeCode = "REQUEST_HEADER_FIELDS_TOO_LARGE";
 
 /** The one map from error codes to HTTP statuses. */
-export const HTTP_STATUS: Record<ErrorCode, number> = {
+export const HTTP_STATUS: Record<ErrorCode | EdgeCode, number> = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_SUPPORTED: 405,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,
+  REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
   INTERNAL_SERVER_ERROR: 500,
   BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
+  GATEWAY_TIMEOUT: 504,
 };
 
-export interface ErrorBody {
-  code: ErrorCode;
+export interface ErrorBody extends ErrorDetails {
+  code: ErrorCode | EdgeCode;
   message: string;
   issues?: FieldIssue[];
+  /** The stored message an error is about (504 GATEWAY_TIMEOUT: the status will follow). */
+  message_id?: string;
 }
 
 interface ZodLikeIssue {
@@ -42,10 +50,19 @@ export function describeError(error: TRPCError): ErrorBody {
   if (error.code === "PARSE_ERROR") return { code: "BAD_REQUEST", message: "body: malformed JSON" };
   const code = error.code in HTTP_STATUS ? (error.code as ErrorCode) : "INTERNAL_SERVER_ERROR";
   if (code === "INTERNAL_SERVER_ERROR") return { code, message: "internal error; the request may be retried later" };
-  return { code, message: error.message };
+  return { code, message: error.message, ...(error.cause instanceof AppError ? error.cause.details : {}) };
 }
 
-/** The error envelope of CONTRACT.md §4. */
+const DETAIL_FIELDS = ["reason", "message_id", "timestamp", "status"] as const;
+
+/** The ErrorDetails fields of a parsed error object (a tRPC error's `data`). */
+export function errorDetails(data: Record<string, unknown>): ErrorDetails {
+  const details: Record<string, string> = {};
+  for (const name of DETAIL_FIELDS) if (typeof data[name] === "string") details[name] = data[name];
+  return details as ErrorDetails;
+}
+
+/** The error envelope (docs/api.md "Errors"). */
 export function errorResponse(body: ErrorBody, headers: Record<string, string> = {}): Response {
   return Response.json({ success: false, error: body }, { status: HTTP_STATUS[body.code], headers });
 }

@@ -1,21 +1,30 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import type { TRPCError } from "@trpc/server";
+import { TRPCError } from "@trpc/server";
 import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
 import type { App } from "../app";
 import { errorText } from "../log";
-import { AppError, issuesMessage, type ErrorCode, type FieldIssue } from "../errors";
+import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
 import { describeError, errorResponse, HTTP_STATUS, type ErrorBody } from "./errors";
 import { authenticate } from "./auth";
+import { createClientAddress } from "./client-address";
+import { checkHealth } from "./health";
 import { buildOpenApiDocument, docsResponse, routeTable } from "./openapi";
 import { createAppRouter } from "./router";
 import type { Context } from "./trpc";
 
-/** Largest request body accepted (CONTRACT §4). */
+/** Largest request body accepted (docs/api.md). */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * Largest request line and headers answered (431 above, in the error envelope). Bun's own
+ * parser limit, which answers an empty 431, is set above it by `bun run start`
+ * (--max-http-header-size in package.json).
+ */
+export const MAX_HEAD_BYTES = 16 * 1024;
 
-const CONTEXT = Symbol("textwire.context");
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+/** `application/json`, any case, with or without parameters; not `application/jsonx`. */
+const JSON_MEDIA_TYPE = /^application\/json[ \t]*(?:;|$)/i;
 
 /** Reads at most MAX_BODY_BYTES of a request body, as strict UTF-8. */
 async function readBody(req: Request): Promise<string> {
@@ -43,18 +52,42 @@ async function readBody(req: Request): Promise<string> {
   }
 }
 
-/** A JSON request body: 415 unless application/json, 413 when too large, 400 when malformed. */
-async function readJsonBody(req: Request): Promise<unknown> {
-  const type = req.headers.get("content-type")?.toLowerCase() ?? "";
-  if (!type.startsWith("application/json")) {
-    throw new AppError("UNSUPPORTED_MEDIA_TYPE", `content-type: must be application/json${type ? ` (got ${type.split(";")[0]})` : ""}`);
+/** The body of a JSON route: 415 unless application/json, 413 when too large. */
+function readJsonText(req: Request): Promise<string> {
+  const type = req.headers.get("content-type") ?? "";
+  if (!JSON_MEDIA_TYPE.test(type)) {
+    const got = type ? ` (got ${type.split(";")[0]!.trim().slice(0, 100)})` : "";
+    throw new AppError("UNSUPPORTED_MEDIA_TYPE", `content-type: must be application/json${got}`);
   }
-  const text = await readBody(req);
+  return readBody(req);
+}
+
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
     throw new AppError("BAD_REQUEST", "body: malformed JSON");
   }
+}
+
+/** The headers with the (already checked) media type spelled as trpc-to-openapi expects it. */
+function jsonHeaders(headers: Headers): Headers {
+  const copy = new Headers(headers);
+  copy.set("content-type", "application/json");
+  return copy;
+}
+
+/** Bytes of the request line and headers, as they came on the wire (give or take folding). */
+function headBytes(req: Request): number {
+  let size = req.method.length + req.url.length + 12;
+  for (const [name, value] of req.headers) size += name.length + value.length + 4;
+  return size;
+}
+
+/** Procedure calls in a tRPC request: each takes a rate-limit token. */
+function trpcCalls(url: URL): number {
+  if (url.searchParams.get("batch") !== "1") return 1;
+  return url.pathname.slice("/trpc/".length).split(/,|%2c/i).length;
 }
 
 function queryOf(url: URL): Record<string, string[]> {
@@ -64,191 +97,209 @@ function queryOf(url: URL): Record<string, string[]> {
   return query;
 }
 
-/** The REST error body trpc-to-openapi wrote, back into our envelope. */
-function restErrorBody(text: string): ErrorBody {
-  try {
-    const body = JSON.parse(text) as { data?: { code?: ErrorBody["code"]; issues?: FieldIssue[] }; message?: string };
-    const issues = body.data?.issues;
-    if (body.data?.code) {
-      return issues
-        ? { code: body.data.code, message: issuesMessage(issues), issues }
-        : { code: body.data.code, message: body.message ?? body.data.code };
-    }
-  } catch {}
-  return { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" };
+type Handler = (req: Request, url: URL, ctx: Context) => Promise<Response> | Response;
+
+/** One row of the routing table. */
+interface Route {
+  match(path: string): boolean;
+  /** HEAD is served by GET's handler; Bun sends its headers (Content-Length too) without the body. */
+  methods: Partial<Record<string, Handler>>;
+  /** `key`: the API key first; `trpc`: the same, its failure answered by tRPC in its own format. */
+  auth?: "key" | "trpc";
+  /** The Allow header of a 405. */
+  allow: string;
+}
+
+function route(match: Route["match"], methods: Route["methods"], auth?: Route["auth"]): Route {
+  const names = Object.keys(methods);
+  if (methods.GET) names.push("HEAD");
+  return { match, methods, auth, allow: names.join(", ") };
 }
 
 export interface HttpHandler {
-  fetch(req: Request, ip: string): Promise<Response>;
+  /** `peer` is the socket's remote address. */
+  fetch(req: Request, peer: string): Promise<Response>;
 }
 
 /**
- * The HTTP face of the one router: REST through trpc-to-openapi, tRPC at /trpc, and the
- * routes without a key (/health, /openapi.json, /docs). Every error leaves as the envelope.
+ * The HTTP face of the one router, one straight line: head size → routing table (404,
+ * 405) → one auth step → the route (REST through trpc-to-openapi, tRPC at /trpc, and the
+ * routes without a key) → every error through errorResponse. Everything is built once here.
  */
 export function createHttpHandler(app: App): HttpHandler {
-  const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH);
+  const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
-  const routes = routeTable(JSON.parse(openApiJson));
+  const clientAddress = createClientAddress(app.config.TRUSTED_PROXIES);
+  /** The error a REST procedure failed with, for our envelope (not trpc-to-openapi's body). */
+  const restFailures = new WeakMap<Context, TRPCError>();
 
-  const onError = ({ error, ctx }: { error: TRPCError; ctx?: Context }) => {
-    if (error.code !== "INTERNAL_SERVER_ERROR") return;
-    app.log.error("request failed", {
-      requestId: ctx?.requestId,
-      error: errorText(error.cause ?? error),
-      stack: (error.cause as Error | undefined)?.stack,
-    });
-  };
-  const responseMeta = ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} });
-
-  // Built once: trpc-to-openapi's own fetch adapter rebuilds this on every request.
+  // trpc-to-openapi's node handler, built once, behind one small adapter: its fetch
+  // adapter builds this handler again on every request, and outside production the
+  // whole OpenAPI document too (test/unit/http-adapter.test.ts).
   const rest = createOpenApiNodeHttpHandler({
     router,
-    createContext: ({ req }: { req: { [CONTEXT]: Context } }) => req[CONTEXT],
-    responseMeta,
-    onError,
-  } as never) as unknown as (req: Request, res: object) => Promise<void>;
+    createContext: ({ req }: { req: { context: Context } }) => req.context,
+    onError: ({ error, req }: { error: TRPCError; req: { context: Context } }) => restFailures.set(req.context, error),
+  } as never) as unknown as (req: object, res: object) => Promise<void>;
 
-  async function serveRest(req: Request, url: URL, ctx: Context): Promise<Response> {
-    const body = req.method === "GET" || req.method === "HEAD" ? undefined : await readJsonBody(req);
-    const query = queryOf(url);
-    const proxy = new Proxy(req, {
+  const serveRest: Handler = async (req, url, ctx) => {
+    const reading = req.method === "GET" || req.method === "HEAD";
+    const body = reading ? undefined : parseJson(await readJsonText(req));
+    const query = reading ? queryOf(url) : undefined;
+    // Media types are case-insensitive; trpc-to-openapi's own check is not.
+    const headers = reading || req.headers.get("content-type")!.startsWith("application/json") ? req.headers : jsonHeaders(req.headers);
+    // What the node handler reads: a Request (for its signal and headers) with a parsed body and query.
+    const nodeReq = new Proxy(req, {
       get(target, prop) {
-        if (prop === CONTEXT) return ctx;
+        if (prop === "context") return ctx;
+        if (prop === "method") return target.method === "HEAD" ? "GET" : target.method;
         if (prop === "body") return body;
         if (prop === "query") return query;
+        if (prop === "headers") return headers;
         const value = Reflect.get(target, prop, target);
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
     return new Promise<Response>((resolve, reject) => {
-      let statusCode = 200;
       const res = {
-        setHeader(key: string, value: string | string[]) {
-          ctx.responseHeaders[key] = Array.isArray(value) ? value.join(", ") : value;
-        },
-        get statusCode() {
-          return statusCode;
-        },
-        set statusCode(code: number) {
-          statusCode = code;
-        },
+        statusCode: 200,
+        setHeader() {},
         end(text: string) {
-          if (statusCode >= 400) resolve(errorResponse(restErrorBody(text), ctx.responseHeaders));
-          else resolve(new Response(text, { status: statusCode, headers: ctx.responseHeaders }));
+          if (res.statusCode < 400) resolve(new Response(text, { status: res.statusCode, headers: { "Content-Type": "application/json" } }));
+          else reject(restFailures.get(ctx) ?? new TRPCError({ code: "INTERNAL_SERVER_ERROR" }));
         },
       };
-      rest(proxy, res).catch(reject);
+      rest(nodeReq, res).catch(reject);
     });
-  }
+  };
 
-  async function serveTrpc(req: Request, ctx: Context): Promise<Response> {
-    let trpcReq = req;
-    if (req.method === "POST") {
-      trpcReq = new Request(req.url, { method: "POST", headers: req.headers, body: await readBody(req) });
-    }
+  const serveTrpc: Handler = async (req, _url, ctx) => {
+    // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
+    const trpcReq =
+      req.method === "POST"
+        ? new Request(req.url, { method: "POST", headers: req.headers, body: await readJsonText(req) })
+        : req.method === "HEAD"
+          ? new Request(req.url, { method: "GET", headers: req.headers })
+          : req;
     const res = await fetchRequestHandler({
       endpoint: "/trpc",
       req: trpcReq,
       router,
-      createContext: () => ({ ...ctx, req: trpcReq }),
-      responseMeta,
-      onError,
+      createContext: () => ctx,
+      onError: ({ error }) => error.code === "INTERNAL_SERVER_ERROR" && logFailure(ctx.requestId, error.cause ?? error),
     });
-    for (const [k, v] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(k)) res.headers.set(k, v);
     if (res.ok || res.headers.get("content-type")?.startsWith("application/json")) return res;
-    // tRPC answers some protocol errors (415, 405, mixed batches) as text: every error is JSON.
-    const text = await res.text();
-    const headers = new Headers(res.headers);
-    headers.set("Content-Type", "application/json");
-    try {
-      JSON.parse(text);
-      return new Response(text, { status: res.status, headers });
-    } catch {
-      const code = (Object.keys(HTTP_STATUS) as ErrorCode[]).find((c) => HTTP_STATUS[c] === res.status) ?? "BAD_REQUEST";
-      return errorResponse({ code, message: text.slice(0, 200) || code }, Object.fromEntries(headers));
-    }
-  }
+    // tRPC answers some protocol errors as text: every error is JSON.
+    const code = (Object.keys(HTTP_STATUS) as ErrorCode[]).find((c) => HTTP_STATUS[c] === res.status) ?? "BAD_REQUEST";
+    throw new AppError(code, (await res.text()).slice(0, 200) || code);
+  };
 
   /** A network's own webhook (`/webhooks/twilio`, `/webhooks/twilio/status`, …): verified by its driver. */
-  async function serveNetworkWebhook(req: Request, url: URL, subpath: string): Promise<Response> {
+  const serveNetworkWebhook: Handler = async (req, url) => {
     const driver = app.network;
-    if (!driver.webhook) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${url.pathname}` });
-    if (req.method !== "POST") {
-      return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${url.pathname}; use POST` }, { Allow: "POST" });
-    }
-    const body = await readBody(req);
-    const { response, ...events } = await driver.webhook({ url, subpath, headers: req.headers, body });
-    const applied = applyNetworkEvents(app.store, driver.name, events, app.log);
+    const subpath = url.pathname.slice(`/webhooks/${driver.name}/`.length);
+    const { response, ...events } = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
+    const applied = applyNetworkEvents(app.store, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH });
     app.log.info("webhook", { network: driver.name, ...applied });
     return response;
+  };
+
+  const serveHealth: Handler = async () => {
+    const health = await checkHealth(app);
+    return Response.json(health, { status: health.status === "ok" ? 200 : 503 });
+  };
+
+  // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
+  const routes: Route[] = [
+    route((p) => p === "/health", { GET: serveHealth }),
+    route((p) => p === "/openapi.json", { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }),
+    route((p) => p === "/docs" || p.startsWith("/docs/"), {
+      GET: (_req, url) => docsResponse(url.pathname) ?? errorResponse({ code: "NOT_FOUND", message: `no route GET ${url.pathname}` }),
+    }),
+    route((p) => p.startsWith("/trpc/"), { GET: serveTrpc, POST: serveTrpc }, "trpc"),
+  ];
+  if (app.network.webhook && app.network.name !== "loopback") {
+    const prefix = `/webhooks/${app.network.name}`;
+    routes.push(route((p) => p === prefix || p.startsWith(`${prefix}/`), { POST: serveNetworkWebhook }));
+  }
+  // The REST routes of the document (trpc-to-openapi's), one row per path, in its order.
+  const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"] }>();
+  for (const { method, pattern } of routeTable(JSON.parse(openApiJson))) {
+    const row = restRows.get(pattern.source) ?? { pattern, methods: {} };
+    row.methods[method] = serveRest;
+    restRows.set(pattern.source, row);
+  }
+  for (const { pattern, methods } of restRows.values()) routes.push(route((p) => pattern.test(p), methods, "key"));
+
+  function logFailure(requestId: string, err: unknown) {
+    app.log.error("request failed", { requestId, error: errorText(err), stack: (err as Error | undefined)?.stack });
   }
 
-  function routeError(method: string, path: string): Response | null {
-    const matching = routes.filter((r) => r.pattern.test(path));
-    if (matching.length === 0) return errorResponse({ code: "NOT_FOUND", message: `no route ${method} ${path}` });
-    if (matching.some((r) => r.method === method)) return null;
-    const allow = [...new Set(matching.map((r) => r.method))].join(", ");
-    return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${method} not allowed on ${path}; use ${allow}` }, { Allow: allow });
+  /** The one map from anything thrown to the envelope and its headers. */
+  function failure(err: unknown, ctx: Context): Response {
+    let body: ErrorBody;
+    if (err instanceof AppError) {
+      body = { code: err.code, message: err.message, ...err.details };
+      Object.assign(ctx.responseHeaders, err.headers);
+    } else if (err instanceof TRPCError) {
+      body = describeError(err);
+      if (body.code === "INTERNAL_SERVER_ERROR") logFailure(ctx.requestId, err.cause ?? err);
+    } else {
+      logFailure(ctx.requestId, err);
+      body = describeError(new TRPCError({ code: "INTERNAL_SERVER_ERROR" }));
+    }
+    return errorResponse(body);
   }
 
-  async function route(req: Request, ip: string, requestId: string): Promise<Response> {
-    const url = new URL(req.url);
+  async function serve(req: Request, url: URL, ctx: Context): Promise<Response> {
+    if (headBytes(req) > MAX_HEAD_BYTES) {
+      return errorResponse({ code: "REQUEST_HEADER_FIELDS_TOO_LARGE", message: `headers: request line and headers larger than ${MAX_HEAD_BYTES} bytes` });
+    }
     const path = url.pathname;
-    const ctx: Context = { app, req, ip, requestId, responseHeaders: {} };
-    if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) return Response.json({ status: "ok" });
-    if (path === "/openapi.json" && req.method === "GET") {
-      return new Response(openApiJson, { headers: { "Content-Type": "application/json" } });
+    const row = routes.find((r) => r.match(path));
+    if (!row) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${path}` });
+    const handler = row.methods[req.method] ?? (req.method === "HEAD" ? row.methods.GET : undefined);
+    if (!handler) {
+      return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${path}; use ${row.allow}` }, { Allow: row.allow });
     }
-    if (path === "/docs" || path.startsWith("/docs/")) {
-      const docs = req.method === "GET" ? docsResponse(path) : null;
-      if (docs) return docs;
-    }
-    const signIn = () => {
-      const { keyId, headers } = authenticate(app, req, ip);
-      ctx.keyId = keyId;
-      Object.assign(ctx.responseHeaders, headers);
-    };
-    if (path.startsWith("/trpc/")) {
-      // tRPC clients read errors in tRPC's format: the procedure throws it.
+    if (row.auth) {
       try {
-        signIn();
+        const { keyId, headers } = authenticate(app, req, ctx.ip, row.auth === "trpc" ? trpcCalls(url) : 1);
+        ctx.keyId = keyId;
+        Object.assign(ctx.responseHeaders, headers);
       } catch (err) {
-        if (!(err instanceof AppError)) throw err;
+        // tRPC clients read errors in tRPC's format: each procedure of the request throws it.
+        if (row.auth !== "trpc" || !(err instanceof AppError)) throw err;
         ctx.authError = err;
       }
-      return serveTrpc(req, ctx);
     }
-    const webhook = /^\/webhooks\/([a-z]+)(?:\/(.*))?$/.exec(path);
-    if (webhook && webhook[1] === app.network.name && app.network.name !== "loopback") {
-      return serveNetworkWebhook(req, url, webhook[2] ?? "");
-    }
-    const unrouted = routeError(req.method, path);
-    if (unrouted) return unrouted;
-    signIn();
-    return serveRest(req, url, ctx);
+    return handler(req, url, ctx);
   }
 
   return {
-    async fetch(req, ip) {
+    async fetch(req, peer) {
       const requestId = Bun.randomUUIDv7();
       const started = performance.now();
+      const url = new URL(req.url);
+      const ip = clientAddress(peer, req.headers.get("x-forwarded-for"));
+      const ctx: Context = { app, req, ip, requestId, responseHeaders: {} };
       let res: Response;
+      let status: number;
       try {
-        res = await route(req, ip, requestId);
+        res = await serve(req, url, ctx);
+        status = res.status;
       } catch (err) {
-        if (err instanceof AppError) res = errorResponse({ code: err.code, message: err.message }, err.headers);
-        else {
-          app.log.error("request failed", { requestId, error: errorText(err), stack: (err as Error)?.stack });
-          res = errorResponse(describeError({ code: "INTERNAL_SERVER_ERROR" } as TRPCError));
-        }
+        // A client that hung up is not an error: nobody gets this answer (499, as nginx logs it).
+        res = req.signal.aborted ? new Response(null, { status: 499 }) : failure(err, ctx);
+        status = res.status;
       }
+      for (const [name, value] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(name)) res.headers.set(name, value);
       res.headers.set("X-Request-Id", requestId);
-      app.log.info("request", {
+      app.log.info(status === 499 ? "client closed the request" : "request", {
         requestId,
         method: req.method,
-        path: req.url.slice(req.url.indexOf("/", 8)).split("?")[0],
-        status: res.status,
+        path: url.pathname,
+        status,
         ms: Math.round((performance.now() - started) * 10) / 10,
       });
       return res;

@@ -1,109 +1,368 @@
 import { dirname, join } from "node:path";
-import { generateOpenApiDocument, getPathRegExp, normalizePath } from "trpc-to-openapi";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { generateOpenApiDocument, getPathRegExp, normalizePath, type OpenApiMeta } from "trpc-to-openapi";
 import pkg from "../../package.json";
+import type { ErrorCode } from "../errors";
+import { HTTP_STATUS } from "./errors";
 import type { AppRouter } from "./router";
 
-const form = (fields: Record<string, string>) => ({
-  content: {
-    "application/x-www-form-urlencoded": {
-      schema: { type: "object" as const, properties: Object.fromEntries(Object.entries(fields).map(([k, d]) => [k, { type: "string" as const, description: d }])) },
-    },
-  },
-});
+type Json = Record<string, unknown>;
 
-const signature = {
-  name: "X-Twilio-Signature",
-  in: "header" as const,
-  required: true,
-  schema: { type: "string" as const },
-  description: "Base64 HMAC-SHA1 of PUBLIC_URL + path and the sorted parameters, keyed by TWILIO_AUTH_TOKEN",
-};
+const ref = (kind: "headers" | "schemas", name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
-/** The provider-facing webhooks of the real networks (not served through tRPC: they are signed, not keyed). */
-const NETWORK_WEBHOOKS: Record<string, ZodOpenApiPathsObject> = {
-  twilio: {
-    "/webhooks/twilio": {
-      post: {
-        tags: ["webhooks"],
-        summary: "Twilio: an inbound SMS",
-        security: [],
-        parameters: [signature],
-        requestBody: form({ MessageSid: "Twilio's message id", From: "sender, E.164", To: "our number", Body: "text", NumMedia: "media count" }),
-        responses: { "200": { description: "Empty TwiML", content: { "text/xml": { schema: { type: "string" } } } }, "401": { description: "Bad signature" } },
-      },
-    },
-    "/webhooks/twilio/status": {
-      post: {
-        tags: ["webhooks"],
-        summary: "Twilio: a delivery report (StatusCallback)",
-        security: [],
-        parameters: [signature],
-        requestBody: form({ MessageSid: "Twilio's message id", MessageStatus: "queued, sent, delivered, undelivered, failed…", ErrorCode: "Twilio's error code" }),
-        responses: { "204": { description: "Stored" }, "401": { description: "Bad signature" } },
-      },
-    },
+/** Every response header Textwire sends, described once (docs/api.md). */
+const HEADERS: Record<string, Json> = {
+  "X-Request-Id": {
+    description: "This request's id, on every response; the server's log line for the request carries the same id.",
+    schema: { type: "string", example: "019ab3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b" },
   },
-  bluebubbles: {
-    "/webhooks/bluebubbles": {
-      post: {
-        tags: ["webhooks"],
-        summary: "BlueBubbles: new and updated messages",
-        security: [],
-        parameters: [{ name: "secret", in: "query", required: true, schema: { type: "string" }, description: "WEBHOOK_SECRET" }],
-        requestBody: {
-          content: { "application/json": { schema: { type: "object", properties: { type: { type: "string" }, data: { type: "object" } } } } },
-        },
-        responses: { "200": { description: "Stored" }, "401": { description: "Wrong secret" } },
-      },
-    },
+  "RateLimit-Limit": {
+    description: "Requests the API key may make at once (RATE_LIMIT_BURST). Sent once the key is accepted, when rate limiting is on.",
+    schema: { type: "integer", minimum: 1, example: 60 },
+  },
+  "RateLimit-Remaining": {
+    description: "Requests the API key has left right now. Sent once the key is accepted, when rate limiting is on.",
+    schema: { type: "integer", minimum: 0, example: 59 },
+  },
+  "RateLimit-Reset": {
+    description: "Seconds until the key's allowance is full again. Sent once the key is accepted, when rate limiting is on.",
+    schema: { type: "integer", minimum: 0, example: 1 },
+  },
+  "Retry-After": {
+    description: "Whole seconds to wait before trying again, at least 1.",
+    required: true,
+    schema: { type: "integer", minimum: 1, example: 1 },
+  },
+  "WWW-Authenticate": {
+    description: "The scheme to authenticate with: `Bearer`.",
+    required: true,
+    schema: { type: "string", const: "Bearer" },
+  },
+  Allow: {
+    description: "The methods this path serves, comma-separated.",
+    required: true,
+    schema: { type: "string", example: "POST" },
+  },
+  "Idempotent-Replayed": {
+    description: "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`: nothing new was sent.",
+    schema: { type: "string", const: "true" },
   },
 };
 
-/** Our error envelope (CONTRACT §4), for the error responses trpc-to-openapi lists with its own shape. */
-function errorEnvelope(code: string) {
+/** The error envelope: one shape for every error of every route (src/api/errors.ts). */
+function errorEnvelope(description: string, required: string[]): Json {
   return {
     type: "object",
-    title: `${code} error`,
+    description,
     required: ["success", "error"],
     properties: {
       success: { type: "boolean", const: false },
       error: {
         type: "object",
-        required: ["code", "message"],
+        required: ["code", "message", ...required],
         properties: {
-          code: { type: "string", example: code },
-          message: { type: "string", description: "What was wrong, naming the field", example: "phone: must be E.164, e.g. +14155550123" },
+          code: ref("schemas", "ErrorCode"),
+          message: { type: "string", description: "What was wrong, naming the field.", example: "phone: must be E.164, e.g. +14155550123" },
           issues: {
             type: "array",
-            description: "Field by field, for invalid input",
-            items: { type: "object", properties: { path: { type: "string" }, message: { type: "string" } } },
+            description: "Invalid input, field by field.",
+            items: {
+              type: "object",
+              required: ["path", "message"],
+              properties: {
+                path: { type: "string", description: "The field, dotted (`context.0.role`), or `body` for the whole body.", example: "phone" },
+                message: { type: "string", example: "must be E.164, e.g. +14155550123" },
+              },
+            },
           },
+          message_id: { type: "string", description: "On 504 GATEWAY_TIMEOUT: the stored message whose outcome is not known yet." },
         },
       },
     },
   };
 }
 
+const ERROR_SCHEMAS: Record<string, Json> = {
+  ErrorCode: {
+    type: "string",
+    description: "What went wrong, one code per HTTP status.",
+    enum: Object.keys(HTTP_STATUS),
+  },
+  Error: errorEnvelope("The error envelope of every error response.", []),
+  GatewayTimeoutError: errorEnvelope(
+    "504 GATEWAY_TIMEOUT: the network did not say in time whether it took the message. The message may still go out: its record (`message_id`) keeps a non-final status until the network's report settles it, and a retry with the same Idempotency-Key answers from that record without sending again.",
+    ["message_id"],
+  ),
+};
+
+/** What each error status means when a route does not say more. */
+const ERROR_TEXT: Record<number, [description: string, example: string]> = {
+  400: ["Invalid input: `message` names the field, `issues` lists each one. Also malformed JSON.", "phone: must be E.164, e.g. +14155550123"],
+  401: ["Missing or invalid API key.", "authorization: invalid API key"],
+  403: ["Not allowed.", "forbidden"],
+  404: ["No such route.", "no route POST /webhooks/twilio/other"],
+  405: ["This path does not serve the method; `Allow` lists those it does.", "method PUT not allowed on /api/send; use POST"],
+  409: [
+    "The `Idempotency-Key` was used with a different body, or its first request is still running.",
+    "idempotency-key: already used with a different request",
+  ],
+  413: ["Body larger than 1 MiB.", "body: larger than 1048576 bytes"],
+  415: ["Body not `application/json` (parameters such as `charset=utf-8` are fine).", "content-type: must be application/json (got text/plain)"],
+  429: [
+    "Too many requests: the key's rate limit, or too many failed authentications from this address. Wait `Retry-After` seconds.",
+    "rate limit exceeded; retry in 1 s",
+  ],
+  500: ["Unexpected failure; the request may be retried later.", "internal error; the request may be retried later"],
+  502: ["The messaging network or the generator failed.", "network: unreachable"],
+  503: ["A dependency is not available.", "generator: not configured, set OPENAI_API_KEY"],
+  504: ["The network did not answer in time: the outcome is unknown.", "network: no answer in time; the status will follow"],
+};
+
+const CODE_OF_STATUS = new Map(Object.entries(HTTP_STATUS).map(([code, status]) => [status, code as ErrorCode]));
+
+/**
+ * One error response: the envelope, its code, and the headers it carries. `keyed`: on a
+ * route behind an API key (the rate-limit headers once the key is accepted, WWW-Authenticate on 401).
+ */
+function documentedError(status: number, description: string | undefined, keyed: boolean): Json {
+  const code = CODE_OF_STATUS.get(status);
+  const text = ERROR_TEXT[status];
+  if (!code || !text) throw new Error(`openapi: no error code answers HTTP ${status}`);
+  const headers: Json = { "X-Request-Id": ref("headers", "X-Request-Id") };
+  if (keyed && status !== 401 && status !== 404 && status !== 405) {
+    for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) headers[name] = ref("headers", name);
+  }
+  if (status === 429) headers["Retry-After"] = ref("headers", "Retry-After");
+  if (status === 401 && keyed) headers["WWW-Authenticate"] = ref("headers", "WWW-Authenticate");
+  if (status === 405) headers.Allow = ref("headers", "Allow");
+  const schema = status === 504 ? ref("schemas", "GatewayTimeoutError") : ref("schemas", "Error");
+  const error: Json = { code, message: text[1] };
+  if (status === 504) error.message_id = "019ab3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b";
+  return {
+    description: `${code}. ${description ?? text[0]}`,
+    headers,
+    content: { "application/json": { schema, example: { success: false, error } } },
+  };
+}
+
+const REQUEST_ID = { "X-Request-Id": ref("headers", "X-Request-Id") };
+
+const form = (fields: Record<string, string>, description: string) => ({
+  required: true,
+  description,
+  content: {
+    "application/x-www-form-urlencoded": {
+      schema: {
+        type: "object",
+        properties: Object.fromEntries(Object.entries(fields).map(([k, d]) => [k, { type: "string", description: d }])),
+        additionalProperties: { type: "string" },
+      },
+    },
+  },
+});
+
+const twilioSignature = {
+  name: "X-Twilio-Signature",
+  in: "header",
+  required: true,
+  schema: { type: "string" },
+  description: "Base64 HMAC-SHA1, keyed by TWILIO_AUTH_TOKEN, of PUBLIC_URL + the path and query, followed by every form field's name and value sorted by name. A wrong or missing one is 401.",
+};
+
+/** The statuses every network webhook answers besides its own (its body is read as UTF-8, at most 1 MiB). */
+const webhookErrors = (extra: Record<number, string>) => ({
+  ...Object.fromEntries(Object.entries(extra).map(([s, d]) => [s, documentedError(Number(s), d, false)])),
+  "405": documentedError(405, "Only POST.", false),
+  "413": documentedError(413, undefined, false),
+  "500": documentedError(500, undefined, false),
+});
+
+/** The provider-facing webhooks of the real networks (not served through tRPC: they are signed, not keyed). */
+const NETWORK_WEBHOOKS: Record<string, Json> = {
+  twilio: {
+    "/webhooks/twilio": {
+      post: {
+        operationId: "webhooks-twilio",
+        tags: ["webhooks"],
+        summary: "Twilio: an inbound message",
+        description:
+          "Set as the number's (or Messaging Service's) incoming message webhook. Stores an inbound message when the form has MessageSid (or SmsSid), From and a Body (or NumMedia above 0); the same MessageSid twice stores one message. Any other field Twilio sends is signed and ignored.",
+        security: [],
+        parameters: [twilioSignature],
+        requestBody: form(
+          {
+            MessageSid: "Twilio's id of the message (SmsSid is read when it is missing).",
+            SmsSid: "Older name of MessageSid.",
+            From: "The sender, E.164.",
+            To: "Our number.",
+            Body: "The text.",
+            NumMedia: "How many media files came with it; a message with media and no text is stored as `[N media attachments]`.",
+          },
+          "Twilio's webhook form, any content type (the body is read as a form).",
+        ),
+        responses: {
+          "200": {
+            description: "Taken (or ignored when it holds no message): an empty TwiML response, so Twilio sends no reply.",
+            headers: REQUEST_ID,
+            content: { "text/xml": { schema: { type: "string" }, example: '<?xml version="1.0" encoding="UTF-8"?><Response></Response>' } },
+          },
+          ...webhookErrors({ 400: "Body not valid UTF-8.", 401: "X-Twilio-Signature missing or wrong." }),
+        },
+      },
+    },
+    "/webhooks/twilio/status": {
+      post: {
+        operationId: "webhooks-twilio-status",
+        tags: ["webhooks"],
+        summary: "Twilio: a delivery report (StatusCallback)",
+        description: "Textwire sets this URL, with `?id=`, as each sent message's StatusCallback. A final status (delivered, failed) is never changed by a later report.",
+        security: [],
+        parameters: [
+          twilioSignature,
+          { name: "id", in: "query", required: false, schema: { type: "string" }, description: "Textwire's id of the message, put in the callback URL when it was sent." },
+        ],
+        requestBody: form(
+          {
+            MessageSid: "Twilio's id of the message (SmsSid is read when it is missing).",
+            SmsSid: "Older name of MessageSid.",
+            MessageStatus: "queued, sending, sent, delivered, read, undelivered, failed, canceled… (SmsStatus is read when it is missing).",
+            SmsStatus: "Older name of MessageStatus.",
+            ErrorCode: "Twilio's error code, kept as the message's error.",
+          },
+          "Twilio's status callback form.",
+        ),
+        responses: {
+          "204": { description: "Taken.", headers: REQUEST_ID },
+          ...webhookErrors({ 400: "Body not valid UTF-8.", 401: "X-Twilio-Signature missing or wrong." }),
+        },
+      },
+    },
+  },
+  bluebubbles: {
+    "/webhooks/bluebubbles": {
+      post: {
+        operationId: "webhooks-bluebubbles",
+        tags: ["webhooks"],
+        summary: "BlueBubbles: new and updated messages",
+        description:
+          "Set as a webhook of the BlueBubbles server. `new-message` events from others are stored as inbound messages; `new-message`, `updated-message` and `message-send-error` events about ours are delivery reports. Other events are taken and ignored.",
+        security: [],
+        parameters: [{ name: "secret", in: "query", required: true, schema: { type: "string" }, description: "WEBHOOK_SECRET; a wrong or missing one is 401." }],
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: {
+                  type: { type: "string", description: "The event: new-message, updated-message, message-send-error, …", example: "new-message" },
+                  data: { type: "object", description: "The BlueBubbles message (guid, text, isFromMe, handle.address, dateCreated, dateDelivered, error, tempGuid)." },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          "200": {
+            description: "Taken (or ignored).",
+            headers: REQUEST_ID,
+            content: { "application/json": { schema: { type: "object", required: ["success"], properties: { success: { type: "boolean", const: true } } } } },
+          },
+          ...webhookErrors({ 400: "Malformed JSON, or a body that is not UTF-8.", 401: "secret missing or wrong." }),
+        },
+      },
+    },
+  },
+};
+
+const HEALTH_STATUS = {
+  type: "object",
+  required: ["status"],
+  properties: {
+    status: { type: "string", enum: ["ok", "unavailable"] },
+    reason: { type: "string", enum: ["database"], description: "What is unavailable." },
+  },
+};
+
+const healthOperation = (method: "get" | "head") => {
+  const body = method === "get";
+  const content = (example: Json) => (body ? { content: { "application/json": { schema: ref("schemas", "Health"), example } } } : {});
+  return {
+    operationId: method === "get" ? "health" : "health-head",
+    tags: ["health"],
+    summary: method === "get" ? "Is the service up" : "Is the service up (headers only)",
+    description: "No API key. 200 when the database takes a write within 2 s, else 503; never waits longer than 2 s.",
+    security: [],
+    responses: {
+      "200": { description: "Up.", headers: REQUEST_ID, ...content({ status: "ok" }) },
+      "405": documentedError(405, "Only GET and HEAD.", false),
+      "503": { description: "The database does not take a write.", headers: REQUEST_ID, ...content({ status: "unavailable", reason: "database" }) },
+    },
+  };
+};
+
+const TAGS = [
+  { name: "messages", description: "Send, read history, poll, generate." },
+  { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
+  { name: "health", description: "Liveness for load balancers and orchestrators." },
+];
+
+type Meta = NonNullable<OpenApiMeta["openapi"]>;
+
+/** Each REST procedure's route and the error statuses its meta lists (src/api/routers/). */
+function restRoutes(router: AppRouter): Meta[] {
+  const procedures = router._def.procedures as unknown as Record<string, { _def: { meta?: OpenApiMeta } }>;
+  return Object.values(procedures).flatMap((p) => (p._def.meta?.openapi ? [p._def.meta.openapi] : []));
+}
+
 /** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
 export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
   const doc = generateDocument(router, network);
-  const schemas = (doc.components?.schemas ?? {}) as Record<string, unknown>;
-  for (const name of Object.keys(schemas)) {
-    if (name.startsWith("error.")) schemas[name] = errorEnvelope(name.slice("error.".length));
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
+  // trpc-to-openapi's error responses have its own shape and no headers: ours replace them.
+  for (const meta of restRoutes(router)) {
+    const op = paths[normalizePath(meta.path)]?.[meta.method.toLowerCase()];
+    if (!op) continue;
+    const success = (op.responses as Record<string, Json>)["200"]!;
+    const listed = meta.errorResponses ?? [];
+    const errors: Record<number, string> = Array.isArray(listed) ? Object.fromEntries(listed.map((s) => [s, ""])) : listed;
+    const keyed = meta.protect !== false;
+    success.headers = {
+      ...REQUEST_ID,
+      ...(keyed ? Object.fromEntries(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"].map((h) => [h, ref("headers", h)])) : {}),
+      ...(meta.requestHeaders?.shape["Idempotency-Key"] ? { "Idempotent-Replayed": ref("headers", "Idempotent-Replayed") } : {}),
+    };
+    op.responses = {
+      "200": success,
+      ...Object.fromEntries(Object.entries(errors).map(([status, text]) => [status, documentedError(Number(status), text || undefined, keyed)])),
+    };
+    for (const param of (op.parameters ?? []) as Json[]) {
+      const schema = param.schema as Json | undefined;
+      if (!param.description && typeof schema?.description === "string") param.description = schema.description;
+    }
   }
+  Object.assign(paths, { "/health": { get: healthOperation("get"), head: healthOperation("head") } }, NETWORK_WEBHOOKS[network] ?? {});
+  const components = (doc.components ?? {}) as Json;
+  const schemas = Object.fromEntries(Object.entries((components.schemas ?? {}) as Json).filter(([name]) => !name.startsWith("error.")));
+  components.schemas = { ...schemas, ...ERROR_SCHEMAS, Health: HEALTH_STATUS };
+  components.headers = HEADERS;
+  doc.components = components;
+  doc.tags = TAGS;
   return doc;
 }
 
 function generateDocument(router: AppRouter, network: string) {
   return generateOpenApiDocument(router, {
-    paths: NETWORK_WEBHOOKS[network],
+    // A network's webhook route (/webhooks/<network>) exists only on that network.
+    filter: ({ metadata }) => {
+      const webhook = /^\/webhooks\/([^/]+)/.exec(metadata.openapi?.path ?? "");
+      return !webhook || webhook[1] === network;
+    },
     title: "Textwire",
     version: pkg.version,
     description:
-      "Send text messages, read a contact's history, poll for inbound messages. Every route but /health, /openapi.json and /docs needs `Authorization: Bearer <API_KEY>`. Errors are `{ success: false, error: { code, message, issues? } }`.",
+      "Send text messages, read a contact's history, poll for inbound messages, generate replies. Every route but /health, /openapi.json and /docs needs `Authorization: Bearer <API_KEY>`. Every error is `{ success: false, error: { code, message, issues? } }` with an `X-Request-Id` header; a path not listed here is 404 NOT_FOUND, a method a path does not serve is 405 with `Allow`.",
     baseUrl: "/",
-    securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API key" } },
+    securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `Authorization: Bearer <API_KEY>` (the scheme word is case-insensitive)." } },
   });
 }
 

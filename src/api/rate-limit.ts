@@ -6,7 +6,7 @@ export interface RateDecision {
   remaining: number;
   /** Seconds until the bucket is full again (RateLimit-Reset). */
   resetSeconds: number;
-  /** Seconds until one token is back, at least 1 (Retry-After), when not allowed. */
+  /** Seconds until the tokens asked for are back, at least 1 (Retry-After), when not allowed. */
   retryAfterSeconds: number;
 }
 
@@ -42,17 +42,18 @@ export function createRateLimiter(opts: { perMinute: number; burst: number; now?
     }
   };
 
-  const decide = (b: Bucket, allowed: boolean): RateDecision => ({
+  const decide = (b: Bucket, allowed: boolean, wanted = 1): RateDecision => ({
     allowed,
     limit: opts.burst,
     remaining: Math.max(0, Math.floor(b.tokens)),
     resetSeconds: Math.ceil((opts.burst - b.tokens) / perMs / 1000),
-    retryAfterSeconds: Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000)),
+    // More than the bucket holds never fits: wait for a full bucket, the best there is.
+    retryAfterSeconds: Math.max(1, Math.ceil((Math.min(wanted, opts.burst) - b.tokens) / perMs / 1000)),
   });
 
   return {
-    /** Takes one token for `id` when there is one. */
-    take(id: string): RateDecision {
+    /** Takes `count` tokens for `id` when there are that many, else none (a tRPC batch is all or nothing). */
+    take(id: string, count = 1): RateDecision {
       const t = now();
       let b = buckets.get(id);
       if (!b) {
@@ -60,16 +61,9 @@ export function createRateLimiter(opts: { perMinute: number; burst: number; now?
         b = { tokens: opts.burst, at: t };
         buckets.set(id, b);
       } else refill(b, t);
-      if (b.tokens < 1) return decide(b, false);
-      b.tokens -= 1;
+      if (b.tokens < count) return decide(b, false, count);
+      b.tokens -= count;
       return decide(b, true);
-    },
-    /** Whether `id` has a token left, without taking it. */
-    peek(id: string): RateDecision {
-      const b = buckets.get(id);
-      if (!b) return decide({ tokens: opts.burst, at: now() }, true);
-      refill(b, now());
-      return decide(b, b.tokens >= 1);
     },
   };
 }

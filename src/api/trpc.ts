@@ -8,6 +8,7 @@ import { describeError } from "./errors";
 export interface Context {
   app: App;
   req: Request;
+  /** The client's address: the socket's peer, or from X-Forwarded-For behind TRUSTED_PROXIES. */
   ip: string;
   requestId: string;
   /** Headers for the response, success or error; a plain object, as trpc-to-openapi needs. */
@@ -25,8 +26,8 @@ const t = initTRPC
     // Never stack traces in responses, whatever NODE_ENV says.
     isDev: false,
     errorFormatter({ shape, error }) {
-      const { code, message, issues } = describeError(error);
-      return { message, code: shape.code, data: { code, httpStatus: shape.data.httpStatus, issues } };
+      const { code, message, issues, ...details } = describeError(error);
+      return { message, code: shape.code, data: { code, httpStatus: shape.data.httpStatus, issues, ...details } };
     },
   });
 

@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
@@ -26,21 +26,102 @@ function migrateShared(db: Db) {
   }
 }
 
+/** The database cannot be used; `message` is one line naming DATABASE_URL and the cause. */
+export class DatabaseError extends Error {
+  override name = "DatabaseError";
+}
+
+/** Why a database cannot be opened or written, in one line for an operator. */
+function causeOf(url: string, err: unknown): string {
+  const code = (err as { code?: string }).code;
+  if (url !== ":memory:" && existsSync(url) && statSync(url).isDirectory()) return "the path is a directory, not a file";
+  switch (code) {
+    case "ENOTDIR":
+    case "EEXIST":
+      return "a part of the path is a file, not a folder";
+    case "EACCES":
+    case "EPERM":
+    case "EROFS":
+      return "its folder cannot be created (no permission or a read-only file system)";
+    case "SQLITE_NOTADB":
+      return "the file is not a SQLite database";
+    case "SQLITE_READONLY":
+    case "SQLITE_READONLY_DIRECTORY":
+      return "the database is read-only (the file, its folder or the file system does not take writes)";
+    case "SQLITE_CANTOPEN":
+      return "the file cannot be opened or created (check the path and its folder)";
+    case "SQLITE_BUSY":
+      return "the database is locked by another process";
+  }
+  return (err instanceof Error ? err.message : String(err)).split("\n")[0]!;
+}
+
+/** One write, rolled back: fails when the database does not take writes (read-only, locked). */
+function probeWrite(sqlite: Database) {
+  sqlite.run("BEGIN IMMEDIATE");
+  try {
+    sqlite.run("INSERT OR REPLACE INTO network_state (network, key, value) VALUES ('textwire', 'write-check', '')");
+  } finally {
+    sqlite.run("ROLLBACK");
+  }
+}
+
 /**
- * Opens the database (creating its folder), sets the pragmas every connection needs and
- * applies pending migrations. Several processes may open the same file (server and CLI).
+ * Opens the database (creating its folder), sets the pragmas every connection needs,
+ * applies pending migrations and checks that it takes a write. Several processes may open
+ * the same file (server and CLI). Throws DatabaseError when it cannot be used.
  */
 export function openDb(url: string): Db {
-  if (url !== ":memory:") mkdirSync(dirname(resolve(url)), { recursive: true });
-  const sqlite = new Database(url, { create: true, strict: true });
-  // busy_timeout first: every later statement waits for another process's write lock
-  // instead of failing. WAL lets readers run beside the single writer; NORMAL sync is
-  // durable across process crashes (only an OS crash can lose the last commits).
-  sqlite.run("PRAGMA busy_timeout = 5000");
-  sqlite.run("PRAGMA journal_mode = WAL");
-  sqlite.run("PRAGMA synchronous = NORMAL");
-  sqlite.run("PRAGMA foreign_keys = ON");
-  const db = drizzle({ client: sqlite, schema }) as Db;
-  migrateShared(db);
-  return db;
+  try {
+    if (url !== ":memory:") mkdirSync(dirname(resolve(url)), { recursive: true });
+    const sqlite = new Database(url, { create: true, strict: true });
+    // busy_timeout first: every later statement waits for another process's write lock
+    // instead of failing. WAL lets readers run beside the single writer; NORMAL sync is
+    // durable across process crashes (only an OS crash can lose the last commits).
+    sqlite.run("PRAGMA busy_timeout = 5000");
+    sqlite.run("PRAGMA journal_mode = WAL");
+    sqlite.run("PRAGMA synchronous = NORMAL");
+    sqlite.run("PRAGMA foreign_keys = ON");
+    const db = drizzle({ client: sqlite, schema }) as Db;
+    migrateShared(db);
+    probeWrite(sqlite);
+    return db;
+  } catch (err) {
+    throw new DatabaseError(`cannot use the database at DATABASE_URL=${JSON.stringify(url)}: ${causeOf(url, err)}`);
+  }
+}
+
+/** How long GET /health waits for the database to take a write (it must answer within 2 s). */
+const WRITE_CHECK_MS = 1_800;
+const checkers = new WeakMap<Db, Database>();
+
+/**
+ * Whether the database takes a write now, within 1.8 s, without blocking the process: a
+ * second connection that never waits inside SQLite (busy_timeout 0), retried between
+ * sleeps while another process holds the write lock.
+ */
+export async function databaseTakesWrite(db: Db): Promise<boolean> {
+  const deadline = Date.now() + WRITE_CHECK_MS;
+  for (;;) {
+    try {
+      probeWrite(checkerFor(db));
+      return true;
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? "";
+      if (!code.startsWith("SQLITE_BUSY") || Date.now() + 50 > deadline) return false;
+    }
+    await Bun.sleep(50);
+  }
+}
+
+function checkerFor(db: Db): Database {
+  // An in-memory database exists only on its own connection.
+  if (db.$client.filename === ":memory:" || db.$client.filename === "") return db.$client;
+  let checker = checkers.get(db);
+  if (!checker) {
+    checker = new Database(db.$client.filename, { strict: true });
+    checker.run("PRAGMA busy_timeout = 0");
+    checkers.set(db, checker);
+  }
+  return checker;
 }

@@ -9,13 +9,16 @@ export const messages = sqliteTable(
     body: text("body").notNull(),
     direction: text("direction", { enum: ["inbound", "outbound"] }).notNull(),
     status: text("status", { enum: ["queued", "sent", "delivered", "failed", "received"] }).notNull(),
-    /** Milliseconds since the epoch; unique and strictly increasing in insertion order. */
+    /** Microseconds since the epoch; unique and strictly increasing in insertion order. */
     timestamp: integer("timestamp").notNull(),
     network: text("network").notNull(),
     /** The network's own id for this message, used to deduplicate webhooks. */
     networkId: text("network_id"),
     error: text("error"),
+    /** Microseconds since the epoch. */
     updatedAt: integer("updated_at").notNull(),
+    /** Inbound only: STOP, START or HELP when the network classed the text as such a keyword. */
+    optOutType: text("opt_out_type", { enum: ["STOP", "START", "HELP"] }),
   },
   (t) => [
     uniqueIndex("messages_timestamp_uq").on(t.timestamp),
@@ -60,7 +63,7 @@ export const generations = sqliteTable("generations", {
 
 export type GenerationRow = typeof generations.$inferSelect;
 
-/** Idempotency-Key records (CONTRACT §6): a request's answer, kept for 24 hours. */
+/** Idempotency-Key records (docs/api.md): a request's answer, kept for 24 hours. */
 export const idempotencyKeys = sqliteTable(
   "idempotency_keys",
   {
@@ -84,7 +87,7 @@ export const idempotencyKeys = sqliteTable(
 /** One row a workflow: its poll cursor, its backoff and the lease that keeps runs from overlapping. */
 export const workflows = sqliteTable("workflows", {
   name: text("name").primaryKey(),
-  /** Timestamp (ms) of the last inbound message a successful run polled. */
+  /** Timestamp (µs, as messages.timestamp) of the last inbound message a successful run polled. */
   cursor: integer("cursor").notNull(),
   /** Failed runs in a row. */
   failures: integer("failures").notNull().default(0),
@@ -122,7 +125,7 @@ export const workflowRuns = sqliteTable(
     /** Inbound messages the run polled. */
     handled: integer("handled").notNull().default(0),
   },
-  (t) => [index("workflow_runs_workflow_started_idx").on(t.workflow, t.startedAt)],
+  (t) => [index("workflow_runs_workflow_started_idx").on(t.workflow, t.startedAt), index("workflow_runs_started_idx").on(t.startedAt)],
 );
 
 /** Every delivery report a network sent about an outbound message, with its time. */

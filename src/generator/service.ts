@@ -55,7 +55,7 @@ export async function generateReply(
     .insert(generations)
     .values({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null, createdAt })
     .run();
-  if (!request.autoSend) return { text, id, sent: false, timestamp: isoTime(createdAt) };
+  if (!request.autoSend) return { text, id, sent: false, timestamp: isoTime(createdAt * 1000) };
 
   const { claim } = opts;
   const sent = await sendMessage(

@@ -2,9 +2,12 @@ import { and, eq, lt } from "drizzle-orm";
 import { createHash } from "node:crypto";
 import type { Db } from "../db/client";
 import { idempotencyKeys, messages } from "../db/schema";
-import { AppError } from "../errors";
+import { writeOrRetry } from "../background";
+import { AppError, type ErrorDetails } from "../errors";
+import type { Logger } from "../log";
+import { UNKNOWN_OUTCOME } from "./service";
 
-/** How long an answer is kept for replay (CONTRACT §6). */
+/** How long an answer is kept for replay (docs/api.md). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** One request's hold on an idempotency key. */
@@ -15,16 +18,36 @@ export interface Claim {
 
 export type Begun = { claim: Claim } | { replay: unknown };
 
-const PRINTABLE = /^[\x20-\x7E]{1,255}$/;
+/** An `Idempotency-Key`: 1 to 255 printable ASCII characters (space included). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
 export function checkIdempotencyKey(key: string): string {
-  if (!PRINTABLE.test(key)) throw new AppError("BAD_REQUEST", "idempotency-key: must be 1 to 255 printable ASCII characters");
+  if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new AppError("BAD_REQUEST", "idempotency-key: must be 1 to 255 printable ASCII characters");
   return key;
 }
 
 /** The same route and the same (parsed) input give the same fingerprint. */
 export function fingerprint(route: string, input: unknown): string {
   return createHash("sha256").update(`${route}\n${JSON.stringify(input)}`).digest("hex");
+}
+
+/** The message of a stored answer (`message_id`, `timestamp`, `status`), as far as it names one. */
+function answeredMessage(response: string | null): ErrorDetails {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(response ?? "null");
+  } catch {
+    return {};
+  }
+  if (typeof answer !== "object" || answer === null) return {};
+  const a = answer as Record<string, unknown>;
+  const id = typeof a.message_id === "string" ? a.message_id : typeof a.id === "string" ? a.id : undefined;
+  if (!id) return {};
+  return {
+    message_id: id,
+    ...(typeof a.timestamp === "string" ? { timestamp: a.timestamp } : {}),
+    ...(typeof a.status === "string" ? { status: a.status } : {}),
+  };
 }
 
 /**
@@ -58,20 +81,35 @@ export function createIdempotencyStore(db: Db, now: () => number = Date.now) {
             return { claim };
           }
           if (row.fingerprint !== print) {
-            throw new AppError("CONFLICT", "idempotency-key: already used with a different request; use a new key");
+            // The first request's answered message, so a client that meant "at most once" can use it.
+            const first = row.state === "done" ? answeredMessage(row.response) : {};
+            throw new AppError("CONFLICT", "idempotency-key: already used with a different request; use a new key", {}, {
+              reason: "IDEMPOTENCY_KEY_REUSED",
+              ...first,
+            });
           }
           if (row.state === "done") return { replay: JSON.parse(row.response ?? "null") };
           const status = row.messageId
             ? tx.select({ status: messages.status }).from(messages).where(eq(messages.id, row.messageId)).get()?.status
             : undefined;
           if (row.messageId && (status === "sent" || status === "delivered")) {
-            // Its process stopped after the network took the message: the answer stands.
-            tx.update(idempotencyKeys).set({ state: "done" }).where(where(claim)).run();
-            return { replay: JSON.parse(row.response ?? "null") };
+            // Its process stopped after the network took the message: the answer stands,
+            // with the status the message has now (it was attached while still queued).
+            const answer: unknown = JSON.parse(row.response ?? "null");
+            if (answer && typeof answer === "object" && "status" in answer) (answer as { status: string }).status = status;
+            tx.update(idempotencyKeys).set({ state: "done", response: JSON.stringify(answer) }).where(where(claim)).run();
+            return { replay: answer };
+          }
+          if (row.messageId && status === "queued" && row.lockedUntil <= t) {
+            // The send's outcome is unknown (or its process stopped): never sent again; the
+            // answer follows the record.
+            throw new AppError("GATEWAY_TIMEOUT", UNKNOWN_OUTCOME, {}, { message_id: row.messageId });
           }
           const abandoned = row.messageId ? status === "failed" || status === undefined : row.lockedUntil <= t;
           if (!abandoned) {
-            throw new AppError("CONFLICT", "idempotency-key: a request with this key is in progress; retry later");
+            throw new AppError("CONFLICT", "idempotency-key: a request with this key is in progress; retry later", {}, {
+              reason: "IDEMPOTENCY_KEY_IN_PROGRESS",
+            });
           }
           tx.update(idempotencyKeys)
             .set({ messageId: null, response: null, lockedUntil: t + lockMs })
@@ -90,6 +128,11 @@ export function createIdempotencyStore(db: Db, now: () => number = Date.now) {
 
     complete(claim: Claim, answer: unknown): void {
       db.update(idempotencyKeys).set({ state: "done", response: JSON.stringify(answer) }).where(where(claim)).run();
+    },
+
+    /** Keeps a key whose send has an unknown outcome; its lock ends now, so a retry is answered from the record. */
+    unlock(claim: Claim): void {
+      db.update(idempotencyKeys).set({ lockedUntil: now() }).where(where(claim)).run();
     },
 
     /** Forgets a key whose request failed. */
@@ -112,7 +155,7 @@ export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;
 
 /**
  * Runs `run` once per key: a replay returns the first answer without running it again;
- * a failure releases the key so that a retry runs again.
+ * a failure releases the key so that a retry runs again. Only successes are remembered.
  */
 export async function runIdempotent<T>(
   store: IdempotencyStore,
@@ -120,15 +163,21 @@ export async function runIdempotent<T>(
   print: string,
   lockMs: number,
   run: (claim: Claim) => Promise<T>,
+  log: Logger,
 ): Promise<{ answer: T; replayed: boolean }> {
   const begun = store.begin(claim, print, lockMs);
   if ("replay" in begun) return { answer: begun.replay as T, replayed: true };
+  let answer: T;
   try {
-    const answer = await run(begun.claim);
-    store.complete(begun.claim, answer);
-    return { answer, replayed: false };
+    answer = await run(begun.claim);
   } catch (err) {
-    store.release(begun.claim);
+    // Freed when the failure is answered, so a retry right after it really retries; a send
+    // whose outcome is unknown keeps its key (unlocked), so a retry never sends it again.
+    const unknown = err instanceof AppError && err.code === "GATEWAY_TIMEOUT" && err.details.message_id !== undefined;
+    writeOrRetry(unknown ? "unlocking an idempotency key" : "freeing an idempotency key", () => (unknown ? store.unlock(begun.claim) : store.release(begun.claim)), log);
     throw err;
   }
+  // The answer stands even when remembering it must wait: begin() also replays a key whose message was sent.
+  writeOrRetry("remembering an idempotent answer", () => store.complete(begun.claim, answer), log);
+  return { answer, replayed: false };
 }

@@ -2,10 +2,11 @@ import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { networkState } from "../db/schema";
 import type { Logger } from "../log";
-import type { NetworkDriver, WebhookEvents } from "../network/driver";
+import type { DriverState, NetworkDriver, WebhookEvents } from "../network/driver";
 import { isE164 } from "./phone";
 import { recordInbound } from "./service";
 import type { MessageStore } from "./store";
+import { cleanInboundText } from "./text";
 
 export interface AppliedEvents {
   /** Inbound messages stored now. */
@@ -21,15 +22,34 @@ export interface AppliedEvents {
 /**
  * Stores what a network reported: inbound messages (once per network id) and delivery
  * reports (each kept with its time; the status rule decides whether it moves the message).
+ * Inbound text of every network passes the rules of a sent message first (cleanInboundText:
+ * cleaned or cut with a mark, never refused, since the network will not send it again).
  */
-export function applyNetworkEvents(store: MessageStore, network: string, events: WebhookEvents, log: Logger): AppliedEvents {
+export function applyNetworkEvents(
+  store: MessageStore,
+  network: string,
+  events: WebhookEvents,
+  log: Logger,
+  opts: { maxMessageLength: number },
+): AppliedEvents {
   const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0 };
   for (const m of events.inbound) {
     if (!isE164(m.phone)) {
       log.warn("inbound message from a non-phone address skipped", { network, networkId: m.networkId });
       continue;
     }
-    const { duplicate } = recordInbound({ store }, network, { phone: m.phone, message: m.message, networkId: m.networkId });
+    const { text, changes } = cleanInboundText(m.message, opts.maxMessageLength);
+    if (Object.keys(changes).length > 0) log.warn("inbound text cleaned to the message rules", { network, networkId: m.networkId, ...changes });
+    if (text === null) {
+      log.warn("inbound message with no readable text skipped", { network, networkId: m.networkId });
+      continue;
+    }
+    const { duplicate } = recordInbound({ store }, network, {
+      phone: m.phone,
+      message: text,
+      networkId: m.networkId,
+      ...(m.optOutType ? { optOutType: m.optOutType } : {}),
+    });
     if (duplicate) result.duplicates++;
     else result.stored++;
   }
@@ -59,25 +79,62 @@ export function applyNetworkEvents(store: MessageStore, network: string, events:
   return result;
 }
 
-/** The catch-up cursor of a network, kept in the database. */
-export function networkCursor(db: Db, network: string) {
-  const where = and(eq(networkState.network, network), eq(networkState.key, "catch-up"));
+/** A network driver's own small state (e.g. BlueBubbles chat guids), kept in the database. */
+export function networkStateStore(db: Db, network: string): DriverState {
+  const where = (key: string) => and(eq(networkState.network, network), eq(networkState.key, key));
   return {
-    get: () => db.select({ value: networkState.value }).from(networkState).where(where).get()?.value,
-    set: (value: string) =>
+    get: (key) => db.select({ value: networkState.value }).from(networkState).where(where(key)).get()?.value,
+    set: (key, value) => {
       db.insert(networkState)
-        .values({ network, key: "catch-up", value })
+        .values({ network, key, value })
         .onConflictDoUpdate({ target: [networkState.network, networkState.key], set: { value } })
-        .run(),
+        .run();
+    },
   };
 }
 
+/** The catch-up cursor of a network, kept in the database. */
+export function networkCursor(db: Db, network: string) {
+  const state = networkStateStore(db, network);
+  return { get: () => state.get("catch-up"), set: (value: string) => state.set("catch-up", value) };
+}
+
 /** Stores what the network's webhooks missed (for networks that do not retry them). */
-export async function catchUpNetwork(deps: { db: Db; store: MessageStore; network: NetworkDriver; log: Logger }): Promise<AppliedEvents | null> {
+export async function catchUpNetwork(deps: {
+  db: Db;
+  store: MessageStore;
+  network: NetworkDriver;
+  log: Logger;
+  config: { MAX_MESSAGE_LENGTH: number };
+}): Promise<AppliedEvents | null> {
   if (!deps.network.catchUp) return null;
   const cursor = networkCursor(deps.db, deps.network.name);
   const events = await deps.network.catchUp(cursor.get());
-  const applied = applyNetworkEvents(deps.store, deps.network.name, events, deps.log);
+  const applied = applyNetworkEvents(deps.store, deps.network.name, events, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
   if (events.cursor) cursor.set(events.cursor);
   return applied;
+}
+
+/** How many messages one reconciliation pass asks about. */
+const RECONCILE_BATCH = 20;
+/** Only messages of the last day are reconciled: older ones are left as they are. */
+const RECONCILE_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Asks the network about outbound messages not final `afterMs` after their last change
+ * (a bounded batch, oldest check first) and applies what it says as any report is.
+ */
+export async function reconcileNetwork(
+  deps: { store: MessageStore; network: NetworkDriver; log: Logger; config: { MAX_MESSAGE_LENGTH: number } },
+  afterMs: number,
+): Promise<AppliedEvents | null> {
+  if (!deps.network.reconcile) return null;
+  const pending = deps.store.pendingOutbound(deps.network.name, afterMs, RECONCILE_WINDOW_MS, RECONCILE_BATCH);
+  if (pending.length === 0) return null;
+  deps.store.markChecked(pending.map((p) => p.id));
+  const reports = await deps.network.reconcile(pending);
+  const current = new Map(pending.map((p) => [p.id, p.status]));
+  // A report that only repeats the status the message has is not news.
+  const statuses = reports.filter((r) => !r.messageId || current.get(r.messageId) !== r.status);
+  return applyNetworkEvents(deps.store, deps.network.name, { inbound: [], statuses }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
 }

@@ -26,10 +26,19 @@ export const messageTextSchema = (maxLength: number) =>
  * A whole number, from JSON or from a query string ("50"; not "0x10", "1e2" or "1.0").
  * A pipe, so trpc-to-openapi leaves it alone instead of coercing with Number().
  */
-const wholeNumber = (min: number) =>
+const wholeNumber = (min: number, meta: { description: string; default: number }) =>
   z
     .union([z.number(), z.string().regex(/^\s*-?\d+\s*$/).transform(Number)], typeError("a whole number"))
-    .pipe(z.number().int({ error: "must be a whole number" }).min(min, { error: `must be at least ${min}` }));
+    .pipe(z.number().int({ error: "must be a whole number" }).min(min, { error: `must be at least ${min}` }))
+    .default(meta.default)
+    // Documented as what it accepts, an integer, not as the JSON-or-string union that parses it.
+    .meta({
+      description: meta.description,
+      override: ({ jsonSchema }) => {
+        delete jsonSchema.anyOf;
+        Object.assign(jsonSchema, { type: "integer", minimum: min, default: meta.default });
+      },
+    });
 
 /** Most messages one history or poll page returns; larger limits are clamped to it. */
 export const MAX_PAGE = 100;
@@ -56,30 +65,37 @@ export const historyInput = z.object({
     .transform(phoneFromPath)
     .pipe(phoneSchema)
     .meta({ description: "E.164 phone number, raw (+1415…) or percent-encoded (%2B1415…)", example: "+14155550123" }),
-  limit: wholeNumber(1).default(50).meta({ description: `Page size, default 50; above ${MAX_PAGE} it is clamped to ${MAX_PAGE}.` }),
-  offset: wholeNumber(0).default(0).meta({ description: "Messages skipped, newest first." }),
+  limit: wholeNumber(1, { default: 50, description: `Page size, default 50; above ${MAX_PAGE} it is clamped to ${MAX_PAGE} (the answer's limit says so).` }),
+  offset: wholeNumber(0, { default: 0, description: "Messages skipped, newest first, for the next page." }),
 });
 
 export const pollInput = z.object({
   since: z
     .string(typeError("a string"))
     .transform((value, ctx) => {
-      const ms = parseIsoInstant(value);
-      if (ms === null) {
-        ctx.addIssue({ code: "custom", message: "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.000Z" });
+      const us = parseIsoInstant(value);
+      if (us === null) {
+        ctx.addIssue({ code: "custom", message: "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.123456Z" });
         return z.NEVER;
       }
-      return ms;
+      return us;
     })
-    .optional()
-    .meta({ description: "Exclusive: only messages after this ISO 8601 date-time (UTC when no zone is given). Pass the timestamp of the last message you got." }),
+    .meta({
+      description:
+        "Exclusive: only messages stored after this ISO 8601 date-time (without a zone it is UTC; any precision, read to the microsecond). Pass the timestamp of the last message you got. Omitted: from the first inbound message ever stored.",
+      example: "2026-11-21T09:30:00.123456Z",
+    })
+    .optional(),
   phone: z
     .string(typeError("a string"))
     .transform(phoneFromQuery)
     .pipe(phoneSchema)
-    .optional()
-    .meta({ description: "Only messages from this E.164 phone number.", example: "+14155550123" }),
-  limit: wholeNumber(1).default(MAX_PAGE).meta({ description: `Most messages returned, default and maximum ${MAX_PAGE}.` }),
+    .meta({
+      description: "Only messages from this E.164 phone number. Encode the + as %2B; an unencoded + arrives as a space and is read back as +.",
+      example: "+14155550123",
+    })
+    .optional(),
+  limit: wholeNumber(1, { default: MAX_PAGE, description: `Most messages returned, default and maximum ${MAX_PAGE}; more is clamped to ${MAX_PAGE}.` }),
 });
 
 export const messageRecord = z
@@ -88,13 +104,18 @@ export const messageRecord = z
     phone: z.string(),
     message: z.string(),
     direction: z.enum(["outbound", "inbound"]),
-    timestamp: z.string().meta({ description: "ISO 8601, UTC, milliseconds", example: "2026-11-21T09:30:00.123Z" }),
+    timestamp: z.string().meta({ description: "ISO 8601, UTC, microseconds", example: "2026-11-21T09:30:00.123456Z" }),
     status: z.enum(["queued", "sent", "delivered", "failed", "received"]),
     error: z.string().optional().meta({ description: "Why a failed message failed." }),
   })
   .meta({ id: "Message" });
 
-export const sendOutput = z.object({ success: z.boolean(), message_id: z.string(), timestamp: z.string() });
+export const sendOutput = z.object({
+  success: z.boolean(),
+  message_id: z.string(),
+  timestamp: z.string(),
+  status: messageRecord.shape.status.optional().meta({ description: "(extension) The message's status when the send was answered." }),
+});
 
 export const historyOutput = z.object({
   success: z.boolean(),

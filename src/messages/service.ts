@@ -1,6 +1,8 @@
+import { writeOrRetry } from "../background";
 import { AppError } from "../errors";
-import { errorText } from "../log";
+import { errorText, type Logger } from "../log";
 import type { NetworkDriver } from "../network";
+import { SendOutcomeUnknown, type OptOutType } from "../network/driver";
 import type { Claim, IdempotencyStore } from "./idempotency";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
 import type { MessageStore, RecordRow } from "./store";
@@ -10,6 +12,7 @@ export interface MessagingDeps {
   store: MessageStore;
   network: NetworkDriver;
   idempotency: IdempotencyStore;
+  log: Logger;
 }
 
 /** With an idempotency key: the claim, and the answer the request gives once sent. */
@@ -19,7 +22,7 @@ export interface IdempotentSend {
 }
 
 /** The answer of POST /api/send. */
-export const sentAnswer = (record: MessageRecord) => ({ success: true, message_id: record.id, timestamp: record.timestamp });
+export const sentAnswer = (record: MessageRecord) => ({ success: true, message_id: record.id, timestamp: record.timestamp, status: record.status });
 
 export function toRecord(row: RecordRow): MessageRecord {
   const record: MessageRecord = {
@@ -34,9 +37,15 @@ export function toRecord(row: RecordRow): MessageRecord {
   return record;
 }
 
+/** The answer to a send whose outcome is unknown (504, with the message's id). */
+export const UNKNOWN_OUTCOME = "network: no answer in time; the status will follow";
+
 /**
  * Sends a text: stored `queued` first so a crash never loses it, then handed to the
- * network. A refusal leaves it `failed` in history and throws BAD_GATEWAY.
+ * network. A refusal leaves it `failed` in history and throws BAD_GATEWAY. When the
+ * outcome is unknown it stays `queued` and GATEWAY_TIMEOUT names the message. Once the
+ * network took it, the send succeeded: a status that cannot be written now (a busy
+ * database) is written in the background until it lands.
  */
 export async function sendMessage(
   deps: MessagingDeps,
@@ -55,24 +64,37 @@ export async function sendMessage(
     },
     idempotent && ((stored) => deps.idempotency.attach(idempotent.claim, stored.id, idempotent.answer(toRecord(stored)))),
   );
+  let result: Awaited<ReturnType<NetworkDriver["send"]>>;
   try {
-    const result = await deps.network.send({ id: row.id, phone: row.phone, text: row.body });
-    deps.store.setStatus(row.id, result.status, { networkId: result.networkId ?? null });
+    result = await deps.network.send({ id: row.id, phone: row.phone, text: row.body });
   } catch (err) {
+    if (err instanceof SendOutcomeUnknown) {
+      // The message may still go out: it stays queued until the network's report or a
+      // reconciliation settles it (docs/networks.md). An echo may already have done so.
+      const now = deps.store.get(row.id);
+      if (now && (now.status === "sent" || now.status === "delivered")) return toRecord(now);
+      throw new AppError("GATEWAY_TIMEOUT", UNKNOWN_OUTCOME, {}, { message_id: row.id });
+    }
     const reason = errorText(err);
-    deps.store.setStatus(row.id, "failed", { error: reason });
+    recordStatus(deps, row.id, () => deps.store.setStatus(row.id, "failed", { error: reason }));
     // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
-  return toRecord(deps.store.get(row.id) ?? row);
+  const recorded = recordStatus(deps, row.id, () => deps.store.setStatus(row.id, result.status, { networkId: result.networkId ?? null }));
+  return toRecord((recorded && deps.store.get(row.id)) || { ...row, status: result.status });
+}
+
+/** Writes a send's status now, or else in the background until it lands; true when written now. */
+function recordStatus(deps: MessagingDeps, id: string, write: () => unknown): boolean {
+  return writeOrRetry("recording a send's status", write, deps.log.child({ messageId: id }));
 }
 
 /** Stores a message the network delivered to us; the same network id twice stores it once. */
 export function recordInbound(
   deps: Pick<MessagingDeps, "store">,
   network: string,
-  input: { phone: string; message: string; networkId?: string },
+  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType },
 ): { record: MessageRecord; duplicate: boolean } {
   const { row, created } = deps.store.insert({
     id: Bun.randomUUIDv7(),
@@ -82,6 +104,7 @@ export function recordInbound(
     status: "received",
     network,
     networkId: input.networkId ?? null,
+    optOutType: input.optOutType ?? null,
   });
   return { record: toRecord(row), duplicate: !created };
 }

@@ -26,3 +26,47 @@ export function messageTextProblem(text: string, maxLength: number): string | nu
   if (length > maxLength) return `must be at most ${maxLength} characters (got ${length})`;
   return null;
 }
+
+/** FORBIDDEN_CONTROL for every occurrence. */
+const FORBIDDEN_CONTROL_ALL = new RegExp(FORBIDDEN_CONTROL.source, "g");
+/** Ends a text cut at the length limit, so a reader sees it was cut. */
+export const TRUNCATION_MARK = "…";
+
+/** What cleanInboundText did to a text (each flag set only when it happened). */
+export interface InboundTextChanges {
+  /** Control characters other than tab, LF and CR removed. */
+  controlCharacters?: number;
+  /** Lone surrogates replaced by U+FFFD. */
+  replacedInvalid?: boolean;
+  /** The code point length received, when the text was cut to the limit. */
+  truncatedFrom?: number;
+}
+
+/**
+ * Inbound text as the network delivered it, made to pass the rules of a sent message
+ * (messageTextProblem) without losing the message: control characters other than tab,
+ * LF and CR are removed, lone surrogates become U+FFFD, and a text longer than
+ * `maxLength` code points keeps its first `maxLength - 1` followed by TRUNCATION_MARK.
+ * `text` is null when nothing readable is left (empty or only whitespace).
+ * The rules are described in docs/networks.md.
+ */
+export function cleanInboundText(raw: string, maxLength: number): { text: string | null; changes: InboundTextChanges } {
+  const changes: InboundTextChanges = {};
+  let text = raw;
+  if (!text.isWellFormed()) {
+    text = text.toWellFormed();
+    changes.replacedInvalid = true;
+  }
+  const controls = text.match(FORBIDDEN_CONTROL_ALL);
+  if (controls) {
+    text = text.replace(FORBIDDEN_CONTROL_ALL, "");
+    changes.controlCharacters = controls.length;
+  }
+  const length = codePointLength(text);
+  if (length > maxLength) {
+    const kept = Array.from(text).slice(0, Math.max(0, maxLength - 1)).join("");
+    text = kept + TRUNCATION_MARK;
+    changes.truncatedFrom = length;
+  }
+  return { text: text.trim().length === 0 ? null : text, changes };
+}

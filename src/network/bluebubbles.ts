@@ -1,15 +1,38 @@
 import { timingSafeEqual } from "node:crypto";
 import { AppError } from "../errors";
-import type { InboundEvent, NetworkDriver, StatusEvent, WebhookEvents } from "./driver";
+import type { Logger } from "../log";
+import {
+  SendOutcomeUnknown,
+  type DriverState,
+  type InboundEvent,
+  type NetworkDriver,
+  type PendingMessage,
+  type StatusEvent,
+  type WebhookEvents,
+} from "./driver";
 
+/**
+ * iMessage through a BlueBubbles server (github.com/BlueBubblesApp/bluebubbles-server,
+ * read at v1.9.9). Each rule below names the server file it follows, under
+ * packages/server/src/server/; docs/networks.md explains them.
+ */
 export interface BlueBubblesConfig {
   url: string;
   password: string;
   /** BlueBubbles cannot sign webhooks: it calls `/webhooks/bluebubbles?secret=<this>`. */
   webhookSecret: string;
+  /** The service of a new chat's guid (`<service>;-;<address>`): iMessage, or SMS for green-bubble relays. */
+  service?: "iMessage" | "SMS";
+  /** How long a send may take before its outcome is unknown. */
+  sendTimeoutMs?: number;
+  /** A message not found on the server this long after it was stored is failed by reconcile. */
+  giveUpMs?: number;
+  /** Where chat guids are remembered across restarts. */
+  state?: DriverState;
+  log?: Logger;
 }
 
-/** The fields of a BlueBubbles message that Textwire reads. */
+/** The fields of a BlueBubbles message that Textwire reads (api/serializers/MessageSerializer.ts). */
 interface BbMessage {
   guid?: string;
   tempGuid?: string | null;
@@ -19,11 +42,33 @@ interface BbMessage {
   dateCreated?: number;
   dateDelivered?: number | null;
   error?: number;
+  attachments?: unknown[] | null;
+  associatedMessageType?: string | null;
+  chats?: BbChat[] | null;
+}
+
+/** api/serializers/ChatSerializer.ts: style 43 is a group, 45 a one-to-one chat. */
+interface BbChat {
+  guid?: string;
+  style?: number;
+  chatIdentifier?: string;
+  participants?: unknown[];
+}
+
+interface BbReply {
+  status: number;
+  json: { status?: number; message?: string; data?: unknown; error?: { type?: string; message?: string } };
 }
 
 /** Our message id travels to BlueBubbles as the temp guid and comes back on its echo. */
 const TEMP_PREFIX = "textwire-";
 const PAGE = 100;
+/** Lookups other than sends (chat lookup, queries). */
+const QUERY_TIMEOUT_MS = 30_000;
+/** managers/outgoingMessageManager/messagePromise.ts matches from 10 s before the send. */
+const MATCH_SLACK_MS = 10_000;
+/** api/http/constants.ts invisibleMediaChar: the character standing for an attachment in a text. */
+const MEDIA_CHAR = /\uFFFC/g;
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -31,66 +76,220 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Turns BlueBubbles messages into inbound messages (from others) and reports on ours (from us). */
-export function bbEvents(messages: BbMessage[], type = "new-message"): WebhookEvents {
+/** helpers/utils.ts onlyAlphaNumeric: how the server compares texts to match a sent message. */
+const alnum = (s: string) => s.replace(/[\W_]+/g, "");
+
+/** A group chat: guid with `;+;`, style 43, or more than one participant. */
+function isGroup(m: BbMessage): boolean {
+  return (m.chats ?? []).some((c) => (c.guid ?? "").includes(";+;") || c.style === 43 || (c.participants?.length ?? 0) > 1);
+}
+
+/**
+ * Turns BlueBubbles messages into inbound messages (from others) and reports on ours (from
+ * us). Tapbacks (associatedMessageType set), group messages and attachment-only messages
+ * are not inbound text messages: dropped here, with a log line.
+ */
+export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logger): WebhookEvents {
   const inbound: InboundEvent[] = [];
   const statuses: StatusEvent[] = [];
   for (const m of messages) {
     if (!m.guid) continue;
     if (m.isFromMe) {
       const messageId = m.tempGuid?.startsWith(TEMP_PREFIX) ? m.tempGuid.slice(TEMP_PREFIX.length) : undefined;
-      const at = m.dateDelivered ?? m.dateCreated;
-      const failed = (m.error ?? 0) !== 0 || type === "message-send-error";
-      const status = failed ? "failed" : m.dateDelivered ? "delivered" : "sent";
-      statuses.push({
-        networkId: m.guid,
-        ...(messageId ? { messageId } : {}),
-        networkStatus: failed ? `error ${m.error ?? ""}`.trim() : status,
-        status,
-        ...(at ? { at } : {}),
-        ...(failed ? { error: `bluebubbles error ${m.error ?? "on send"}` } : {}),
-      });
-    } else if (type === "new-message" && m.handle?.address && m.text) {
-      inbound.push({ phone: m.handle.address, message: m.text, networkId: m.guid });
+      statuses.push(statusOf(m, type === "message-send-error", messageId));
+      continue;
     }
+    if (type !== "new-message" || !m.handle?.address) continue;
+    // databases/transformers/MessageTypeTransformer.ts: 0 is null, a reaction is "love", "-like", "2006"…
+    if (m.associatedMessageType && m.associatedMessageType !== "0") {
+      log?.debug("bluebubbles: tapback dropped", { guid: m.guid, type: m.associatedMessageType });
+      continue;
+    }
+    if (isGroup(m)) {
+      log?.debug("bluebubbles: group message dropped", { guid: m.guid });
+      continue;
+    }
+    const text = (m.text ?? "").replace(MEDIA_CHAR, "").trim();
+    const attachments = m.attachments?.length ?? 0;
+    if (!text) {
+      if (attachments > 0) log?.warn("bluebubbles: attachment-only message not stored (media is not supported yet)", { guid: m.guid, attachments });
+      continue;
+    }
+    inbound.push({ phone: m.handle.address, message: text, networkId: m.guid });
   }
   return { inbound, statuses };
+}
+
+function statusOf(m: BbMessage, sendError: boolean, messageId: string | undefined): StatusEvent {
+  const at = m.dateDelivered ?? m.dateCreated;
+  const failed = (m.error ?? 0) !== 0 || sendError;
+  const status = failed ? "failed" : m.dateDelivered ? "delivered" : "sent";
+  return {
+    networkId: m.guid,
+    ...(messageId ? { messageId } : {}),
+    networkStatus: failed ? `error ${m.error ?? ""}`.trim() : status,
+    status,
+    ...(at ? { at } : {}),
+    ...(failed ? { error: `bluebubbles error ${m.error ?? "on send"}` } : {}),
+  };
+}
+
+/**
+ * Whether an error answer to a send means the message may still go out. The server waits
+ * up to 2 minutes for the message to appear in chat.db (messagePromise.ts) after the
+ * AppleScript ran; when that wait ends it answers 500 without a message (messageRouter.ts
+ * sendText: MessagePromiseRejection without `msg`; chatRouter.ts create: the unhandled
+ * "Message send timeout"), and its own response timeout is 504 (httpRoutes.ts).
+ */
+function outcomeUnknown(reply: BbReply): boolean {
+  if (reply.status === 504) return true;
+  if (reply.status !== 500) return false;
+  const error = reply.json.error?.message ?? "";
+  return error === "Message send timeout" || (reply.json.message === "Message Send Error" && reply.json.data == null && error.startsWith("Failed to send message! See attached"));
 }
 
 /** iMessage through a BlueBubbles server's REST API, its webhooks and a catch-up query. */
 export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriver {
   const base = config.url.replace(/\/+$/, "");
-  const api = (path: string) => `${base}/api/v1/${path}?password=${encodeURIComponent(config.password)}`;
+  const service = config.service ?? "iMessage";
+  const sendTimeoutMs = config.sendTimeoutMs ?? 120_000;
+  const giveUpMs = config.giveUpMs ?? 30 * 60_000;
+  const log = config.log;
+  const api = (path: string, query = "") => `${base}/api/v1/${path}?password=${encodeURIComponent(config.password)}${query}`;
+  /** Chat guids by address; the database copy survives restarts. */
+  const chats = new Map<string, string>();
 
-  async function call(path: string, body: unknown): Promise<{ status: number; json: { data?: unknown; message?: string; error?: { message?: string } } }> {
+  // An empty value is a forgotten chat.
+  const remembered = (phone: string) => (chats.get(phone) ?? config.state?.get(`chat:${phone}`)) || undefined;
+  function remember(phone: string, guid: string) {
+    if (chats.get(phone) === guid) return;
+    chats.set(phone, guid);
+    config.state?.set(`chat:${phone}`, guid);
+  }
+
+  async function call(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, query = ""): Promise<BbReply> {
+    let res: Response;
+    try {
+      res = await fetch(api(path, query), {
+        method,
+        ...(body === undefined ? {} : { headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      throw new AppError("BAD_GATEWAY", `bluebubbles: unreachable (${(err as Error).name})`);
+    }
+    return { status: res.status, json: (await res.json().catch(() => ({}))) as BbReply["json"] };
+  }
+
+  /**
+   * A send: the request may have gone out when the connection fails, so a timeout or a cut
+   * connection is an unknown outcome; only a refused connection surely sent nothing.
+   */
+  async function sendCall(path: string, body: unknown): Promise<BbReply> {
     let res: Response;
     try {
       res = await fetch(api(path), {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(30_000),
+        signal: AbortSignal.timeout(sendTimeoutMs),
       });
     } catch (err) {
-      throw new AppError("BAD_GATEWAY", `bluebubbles: unreachable (${(err as Error).name})`);
+      const code = (err as { code?: string }).code ?? "";
+      if (code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "FailedToOpenSocket") {
+        throw new AppError("BAD_GATEWAY", `bluebubbles: unreachable (${(err as Error).name})`);
+      }
+      throw new SendOutcomeUnknown(`bluebubbles: no answer to the send (${(err as Error).name})`);
     }
-    return { status: res.status, json: (await res.json().catch(() => ({}))) as never };
+    let text: string;
+    try {
+      text = await res.text();
+    } catch {
+      throw new SendOutcomeUnknown("bluebubbles: the answer to the send was cut");
+    }
+    try {
+      return { status: res.status, json: JSON.parse(text) as BbReply["json"] };
+    } catch {
+      // A 200 we cannot read still means the Mac sent it: its echo will say which message.
+      if (res.status === 200) throw new SendOutcomeUnknown("bluebubbles: unreadable answer to the send");
+      return { status: res.status, json: {} };
+    }
+  }
+
+  /**
+   * The one-to-one chat the server already has with this address: handle/query with chats
+   * (api/interfaces/handleInterface.ts lists every chat a handle takes part in). One of our
+   * service first, then any other (an SMS chat, or a newer macOS' `any;-;` guid).
+   */
+  async function findChat(phone: string): Promise<string | undefined> {
+    const known = remembered(phone);
+    if (known) return known;
+    const { status, json } = await call("POST", "handle/query", { address: phone, with: ["chats"], limit: 10, offset: 0 }, QUERY_TIMEOUT_MS);
+    if (status !== 200 || !Array.isArray(json.data)) {
+      throw new AppError("BAD_GATEWAY", `bluebubbles: chat lookup failed (status ${status})`);
+    }
+    const handles = json.data as { address?: string; chats?: BbChat[] }[];
+    const direct = handles
+      .filter((h) => h.address === phone)
+      .flatMap((h) => h.chats ?? [])
+      .map((c) => c.guid ?? "")
+      .filter((g) => g.endsWith(`;-;${phone}`));
+    const guid = direct.find((g) => g.startsWith(`${service};`)) ?? direct[0];
+    if (guid) remember(phone, guid);
+    return guid;
+  }
+
+  function failure(reply: BbReply): never {
+    if (outcomeUnknown(reply)) throw new SendOutcomeUnknown(`bluebubbles: ${reply.json.error?.message ?? `status ${reply.status}`}`);
+    const reason = `bluebubbles: ${reply.json.error?.message ?? reply.json.message ?? `status ${reply.status}`}`;
+    throw new AppError(reply.status === 400 ? "BAD_REQUEST" : "BAD_GATEWAY", reason);
+  }
+
+  /** message/query in the chat around the send, matched as messagePromise.ts matches: alphanumeric text, from me, not before. */
+  async function findSent(pending: PendingMessage[], chatGuid: string): Promise<Map<string, BbMessage>> {
+    const found = new Map<string, BbMessage>();
+    const after = Math.min(...pending.map((p) => p.createdAt)) - MATCH_SLACK_MS;
+    const { status, json } = await call("POST", "message/query", { chatGuid, after, limit: PAGE, offset: 0, sort: "ASC", with: ["chat"] }, QUERY_TIMEOUT_MS);
+    // messageRouter.ts query: an unknown chat guid ends without a response body (404).
+    if (status !== 200 || !Array.isArray(json.data)) return found;
+    const taken = new Set<string>();
+    for (const p of [...pending].sort((a, b) => a.createdAt - b.createdAt)) {
+      const match = (json.data as BbMessage[]).find(
+        (m) => m.isFromMe && m.guid && !taken.has(m.guid) && alnum(m.text ?? "") === alnum(p.text) && (m.dateCreated ?? 0) >= p.createdAt - MATCH_SLACK_MS,
+      );
+      if (match?.guid) {
+        taken.add(match.guid);
+        found.set(p.id, match);
+      }
+    }
+    return found;
   }
 
   return {
     name: "bluebubbles",
 
     async send({ id, phone, text }) {
-      const { status, json } = await call("message/text", {
-        chatGuid: `any;-;${phone}`,
-        tempGuid: `${TEMP_PREFIX}${id}`,
-        message: text,
-        method: "apple-script",
-      });
-      const guid = (json.data as { guid?: string } | undefined)?.guid;
-      if (status === 200 && guid) return { networkId: guid, status: "sent" };
-      const reason = `bluebubbles: ${json.error?.message ?? json.message ?? `status ${status}`}`;
-      throw new AppError(status === 400 ? "BAD_REQUEST" : "BAD_GATEWAY", reason);
+      const tempGuid = `${TEMP_PREFIX}${id}`;
+      const chatGuid = await findChat(phone);
+      if (chatGuid) {
+        // api/http/api/v1/validators/messageValidator.ts: apple-script needs a tempGuid.
+        const reply = await sendCall("message/text", { chatGuid, tempGuid, message: text, method: "apple-script" });
+        const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
+        if (reply.status === 200 && guid) return { networkId: guid, status: "sent" };
+        // The chat may be gone from the Mac: looked up again next time.
+        if (reply.status === 500 && !outcomeUnknown(reply)) remember(phone, "");
+        failure(reply);
+      }
+      // No chat yet: chat/new (api/interfaces/chatInterface.ts createWithAppleScript sends
+      // to `<service>;-;<address>` and waits for the chat to appear).
+      const reply = await sendCall("chat/new", { addresses: [phone], message: text, service, method: "apple-script", tempGuid });
+      const data = reply.json.data as { guid?: string; messages?: { guid?: string }[] } | undefined;
+      if (reply.status === 200 && data?.guid) {
+        remember(phone, data.guid);
+        const guid = data.messages?.[0]?.guid;
+        return { ...(guid ? { networkId: guid } : {}), status: "sent" };
+      }
+      failure(reply);
     },
 
     async webhook({ url, subpath, body }) {
@@ -105,7 +304,12 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         throw new AppError("BAD_REQUEST", "body: malformed JSON");
       }
       const known = event.type === "new-message" || event.type === "updated-message" || event.type === "message-send-error";
-      const events = known && event.data ? bbEvents([event.data], event.type) : { inbound: [], statuses: [] };
+      const events = known && event.data ? bbEvents([event.data], event.type, log) : { inbound: [], statuses: [] };
+      // An inbound one-to-one message names the chat of its sender: remembered for our sends.
+      if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1) {
+        const chat = (event.data.chats ?? []).find((c) => c.guid?.endsWith(`;-;${events.inbound[0]!.phone}`));
+        if (chat?.guid) remember(events.inbound[0]!.phone, chat.guid);
+      }
       return { ...events, response: Response.json({ success: true }) };
     },
 
@@ -117,10 +321,15 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       let after = cursor === undefined ? Date.now() : Number(cursor);
       const all: WebhookEvents = { inbound: [], statuses: [] };
       for (let page = 0; page < 50; page++) {
-        const { status, json } = await call("message/query", { after: Math.max(0, after - 1), limit: PAGE, offset: 0, sort: "ASC", with: ["handle"] });
+        const { status, json } = await call(
+          "POST",
+          "message/query",
+          { after: Math.max(0, after - 1), limit: PAGE, offset: 0, sort: "ASC", with: ["handle", "chat", "attachment"] },
+          QUERY_TIMEOUT_MS,
+        );
         if (status !== 200 || !Array.isArray(json.data)) throw new AppError("BAD_GATEWAY", `bluebubbles: message query failed (status ${status})`);
         const messages = json.data as BbMessage[];
-        const events = bbEvents(messages);
+        const events = bbEvents(messages, "new-message", log);
         all.inbound.push(...events.inbound);
         all.statuses.push(...events.statuses);
         const newest = Math.max(after, ...messages.map((m) => m.dateCreated ?? 0));
@@ -129,6 +338,40 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         if (done) break;
       }
       return { ...all, cursor: String(after) };
+    },
+
+    /**
+     * Messages with a guid: message/:guid (messageRouter.ts find). Without one (the send's
+     * outcome was unknown): the server keeps tempGuids only in memory, so the chat's
+     * messages around the send are searched as the server matches its own sends.
+     */
+    async reconcile(pending) {
+      const reports: StatusEvent[] = [];
+      const now = Date.now();
+      const notFound = (p: PendingMessage) => {
+        if (now - p.createdAt < giveUpMs) return;
+        reports.push({ messageId: p.id, networkStatus: "not found", status: "failed", error: "bluebubbles: the message was not found on the server" });
+      };
+      const byChat = new Map<string, PendingMessage[]>();
+      for (const p of pending) {
+        if (p.networkId) {
+          const { status, json } = await call("GET", `message/${encodeURIComponent(p.networkId)}`, undefined, QUERY_TIMEOUT_MS);
+          if (status === 200 && json.data) reports.push({ ...statusOf(json.data as BbMessage, false, p.id), messageId: p.id });
+          else if (status === 404) notFound(p);
+          continue;
+        }
+        const chatGuid = remembered(p.phone) ?? `${service};-;${p.phone}`;
+        byChat.set(chatGuid, [...(byChat.get(chatGuid) ?? []), p]);
+      }
+      for (const [chatGuid, list] of byChat) {
+        const found = await findSent(list, chatGuid);
+        for (const p of list) {
+          const m = found.get(p.id);
+          if (m) reports.push(statusOf(m, false, p.id));
+          else notFound(p);
+        }
+      }
+      return reports;
     },
   };
 }

@@ -5,12 +5,17 @@ export interface SendResult {
   status: "sent" | "delivered";
 }
 
+/** The keyword class a network recognised in an inbound message (Twilio's `OptOutType`). */
+export type OptOutType = "STOP" | "START" | "HELP";
+
 /** A message the network delivered to us. */
 export interface InboundEvent {
   phone: string;
   message: string;
   /** The network's own id: the same id twice is stored once. */
   networkId: string;
+  /** Set when the network itself classed the message as an opt-out, opt-in or help keyword. */
+  optOutType?: OptOutType;
 }
 
 /** A delivery report about one of our outbound messages. */
@@ -32,9 +37,37 @@ export interface WebhookEvents {
 }
 
 /**
+ * Thrown by `send` when the outcome is unknown: the request went out but no answer came
+ * in time, or the connection broke after it was sent. The network may still deliver the
+ * message, so it is not failed: its record stays `queued` until a report or a
+ * reconciliation settles it (docs/networks.md).
+ */
+export class SendOutcomeUnknown extends Error {
+  override name = "SendOutcomeUnknown";
+}
+
+/** An outbound message whose final status is not known yet, for `reconcile`. */
+export interface PendingMessage {
+  id: string;
+  phone: string;
+  text: string;
+  networkId: string | null;
+  status: "queued" | "sent";
+  /** When it was stored (ms since the epoch). */
+  createdAt: number;
+}
+
+/** A small store of the driver's own state (kept in the database, per network). */
+export interface DriverState {
+  get(key: string): string | undefined;
+  set(key: string, value: string): void;
+}
+
+/**
  * One messaging network. `send` throws when the network refuses or fails: an AppError
  * keeps its code (an invalid recipient is BAD_REQUEST, the network's rate limit
  * TOO_MANY_REQUESTS), anything else is BAD_GATEWAY; the message is then recorded as failed.
+ * It throws SendOutcomeUnknown when the message may have gone out (then it stays queued).
  */
 export interface NetworkDriver {
   readonly name: string;
@@ -48,4 +81,10 @@ export interface NetworkDriver {
   webhook?(req: { url: URL; subpath: string; headers: Headers; body: string }): Promise<WebhookEvents & { response: Response }>;
   /** Asks the network for what its webhooks may have missed since `cursor`; returns the new cursor. */
   catchUp?(cursor: string | undefined): Promise<WebhookEvents & { cursor: string | undefined }>;
+  /**
+   * Asks the network about outbound messages still not final (a bounded batch): reports for
+   * the ones it knows, applied as any report is. Networks with `reconcile` settle their own
+   * unknown outcomes, so their `queued` messages are not failed by the stale sweep.
+   */
+  reconcile?(pending: PendingMessage[]): Promise<StatusEvent[]>;
 }

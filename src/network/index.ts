@@ -1,13 +1,14 @@
 import type { Config } from "../config";
 import { createBlueBubblesNetwork } from "./bluebubbles";
-import type { NetworkDriver } from "./driver";
+import type { Logger } from "../log";
+import type { DriverState, NetworkDriver } from "./driver";
 import { createLoopbackNetwork } from "./loopback";
 import { createTwilioNetwork } from "./twilio";
 
 export type { NetworkDriver, SendResult } from "./driver";
 
 /** The driver that `NETWORK` names; loadConfig has checked its settings. */
-export function createNetwork(config: Config): NetworkDriver {
+export function createNetwork(config: Config, extras: { log?: Logger; state?: DriverState } = {}): NetworkDriver {
   switch (config.NETWORK) {
     case "loopback":
       return createLoopbackNetwork();
@@ -24,6 +25,9 @@ export function createNetwork(config: Config): NetworkDriver {
         url: config.BLUEBUBBLES_URL!,
         password: config.BLUEBUBBLES_PASSWORD!,
         webhookSecret: config.WEBHOOK_SECRET!,
+        service: config.BLUEBUBBLES_SERVICE,
+        sendTimeoutMs: config.BLUEBUBBLES_SEND_TIMEOUT_MS,
+        ...extras,
       });
   }
 }

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { parse as parseQuery, stringify as stringifyQuery } from "node:querystring";
 import { AppError } from "../errors";
-import type { NetworkDriver, StatusEvent } from "./driver";
+import type { InboundEvent, NetworkDriver, OptOutType, StatusEvent } from "./driver";
 
 export interface TwilioConfig {
   accountSid: string;
@@ -21,6 +22,9 @@ const STATUS: Record<string, StatusEvent["status"] | undefined> = {
   sent: "sent",
   delivered: "delivered",
   read: "delivered",
+  // Twilio confirmed delivery of part of the message (some of its segments) but not all of
+  // it: the recipient has the message, so it is not sent again; the report's error names it.
+  partially_delivered: "delivered",
   undelivered: "failed",
   failed: "failed",
   canceled: "failed",
@@ -30,14 +34,85 @@ const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>
 
 /**
  * Twilio's request signature: base64 HMAC-SHA1, keyed by the auth token, of the full URL
- * followed by each POST parameter's name and value, sorted by name.
+ * followed by each POST parameter's name and value, names sorted; a repeated parameter's
+ * values are deduplicated and sorted (as the official SDK's getExpectedTwilioSignature
+ * does, node_modules/twilio/lib/webhooks/webhooks.js).
  */
 export function twilioSignature(authToken: string, url: string, params: URLSearchParams): string {
   const names = [...new Set(params.keys())].sort();
   let data = url;
-  for (const name of names) for (const value of params.getAll(name)) data += name + value;
+  for (const name of names) {
+    const values = params.getAll(name);
+    for (const value of values.length > 1 ? [...new Set(values)].sort() : values) data += name + value;
+  }
   return createHmac("sha1", authToken).update(data, "utf8").digest("base64");
 }
+
+/** The parts of an absolute URL, split without normalizing (so the path keeps what was signed). */
+function splitUrl(url: string) {
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)/i.exec(url);
+  if (!match) return null;
+  const [prefix, scheme, authority] = match as unknown as [string, string, string];
+  const userInfoEnd = authority.lastIndexOf("@");
+  const hostAndPort = authority.slice(userInfoEnd + 1);
+  // A colon starts the port only after the closing bracket of an IPv6 literal.
+  const portStart = hostAndPort.indexOf(":", hostAndPort.lastIndexOf("]") + 1);
+  return {
+    scheme,
+    userInfo: authority.slice(0, userInfoEnd + 1),
+    host: portStart === -1 ? hostAndPort : hostAndPort.slice(0, portStart),
+    port: portStart === -1 ? "" : hostAndPort.slice(portStart),
+    rest: url.slice(prefix.length),
+  };
+}
+
+/** The URL with the scheme's default port (:443 for https, :80 otherwise) when it has none. */
+function withPort(url: string): string {
+  const parts = splitUrl(url);
+  if (!parts || parts.port) return url;
+  return parts.scheme + parts.userInfo + parts.host + (parts.scheme.toLowerCase() === "https://" ? ":443" : ":80") + parts.rest;
+}
+
+/** The URL without its port. */
+function withoutPort(url: string): string {
+  const parts = splitUrl(url);
+  return parts ? parts.scheme + parts.userInfo + parts.host + parts.rest : url;
+}
+
+/** The query string re-encoded as Node's legacy `querystring` does (`'` as `%27`). */
+function withLegacyQuery(url: string): string {
+  const start = url.indexOf("?");
+  if (start === -1 || start === url.length - 1) return url;
+  return url.slice(0, start) + "?" + stringifyQuery(parseQuery(url.slice(start + 1)));
+}
+
+/**
+ * The URLs a signature may have been computed over, in the order the official SDK's
+ * validateRequest tries them: the URL as received without and with the default port
+ * (Twilio signs the URL it called; a proxy may add or strip `:443`/`:80`), then the URL
+ * as `new URL()` normalizes it, without and with the port, each also with the legacy
+ * query encoding.
+ */
+export function twilioSignedUrlForms(url: string): string[] {
+  const forms = [withoutPort(url), withPort(url)];
+  let normalized: string;
+  try {
+    normalized = new URL(url).toString();
+  } catch {
+    return forms;
+  }
+  const bare = withoutPort(normalized);
+  const ported = withPort(normalized);
+  forms.push(bare, ported, withLegacyQuery(bare), withLegacyQuery(ported));
+  return [...new Set(forms)];
+}
+
+/** True when `signature` is Twilio's for this URL (in any form validateRequest accepts) and these parameters. */
+export function twilioRequestValid(authToken: string, signature: string, url: string, params: URLSearchParams): boolean {
+  return twilioSignedUrlForms(url).some((form) => sameSecret(signature, twilioSignature(authToken, form, params)));
+}
+
+const OPT_OUT_TYPES = new Set<string>(["STOP", "START", "HELP"]);
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -80,8 +155,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
 
     async webhook({ url, subpath, headers, body }) {
       const params = new URLSearchParams(body);
-      const expected = twilioSignature(config.authToken, `${publicUrl}${url.pathname}${url.search}`, params);
-      if (!sameSecret(headers.get("x-twilio-signature") ?? "", expected)) {
+      if (!twilioRequestValid(config.authToken, headers.get("x-twilio-signature") ?? "", `${publicUrl}${url.pathname}${url.search}`, params)) {
         throw new AppError("UNAUTHORIZED", "x-twilio-signature: missing or wrong");
       }
       const sid = params.get("MessageSid") ?? params.get("SmsSid") ?? "";
@@ -89,12 +163,17 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
         const networkStatus = params.get("MessageStatus") ?? params.get("SmsStatus") ?? "";
         const status = STATUS[networkStatus];
         const errorCode = params.get("ErrorCode");
+        const error = errorCode
+          ? `twilio error ${errorCode}`
+          : networkStatus === "partially_delivered"
+            ? "twilio: partially delivered (not every segment confirmed)"
+            : undefined;
         const messageId = url.searchParams.get("id");
         return {
           inbound: [],
           statuses:
             sid && status
-              ? [{ networkId: sid, ...(messageId ? { messageId } : {}), networkStatus, status, ...(errorCode ? { error: `twilio error ${errorCode}` } : {}) }]
+              ? [{ networkId: sid, ...(messageId ? { messageId } : {}), networkStatus, status, ...(error ? { error } : {}) }]
               : [],
           response: new Response(null, { status: 204 }),
         };
@@ -103,8 +182,12 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       const media = Number(params.get("NumMedia") ?? 0);
       const text = params.get("Body") || (media > 0 ? `[${media} media attachment${media === 1 ? "" : "s"}]` : "");
       const from = params.get("From") ?? "";
+      // Sent only with Advanced Opt-Out on a Messaging Service, when the whole text is a keyword.
+      const optOutType = params.get("OptOutType")?.toUpperCase() ?? "";
+      const event: InboundEvent = { phone: from, message: text, networkId: sid };
+      if (OPT_OUT_TYPES.has(optOutType)) event.optOutType = optOutType as OptOutType;
       return {
-        inbound: sid && from && text ? [{ phone: from, message: text, networkId: sid }] : [],
+        inbound: sid && from && text ? [event] : [],
         statuses: [],
         response: new Response(EMPTY_TWIML, { headers: { "Content-Type": "text/xml" } }),
       };

@@ -1,10 +1,12 @@
 import { TRPCClientError } from "@trpc/client";
 import type { App } from "../app";
-import type { TextwireClient } from "../client";
+import type { ResponseInfo, TextwireClient } from "../client";
+import type { ErrorDetails } from "../errors";
 import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
-import type { MessageRecord } from "../messages/schemas";
+import { messageRecord, type MessageRecord } from "../messages/schemas";
 import { listHistory, pollInbound, sendMessage } from "../messages/service";
+import { isoTime } from "../messages/time";
 import type { ContextTurn } from "./define";
 
 /** The messaging operations a workflow run uses, whether the messages live here or on a remote server. */
@@ -54,6 +56,7 @@ export function createLocalBackend(app: App): MessagingBackend {
         print,
         SEND_LOCK_MS,
         async (claim) => answer(await sendMessage(app, input, { claim, answer })),
+        app.log,
       );
       return { record, replayed };
     },
@@ -70,7 +73,7 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
     // The server answers 503 to generate when it has no generator; the run then fails clearly.
     hasGenerator: true,
     async poll({ since, phone, limit }) {
-      const page = await client.messages.poll.query({ since: since > 0 ? new Date(since).toISOString() : undefined, phone, limit });
+      const page = await client.messages.poll.query({ since: since > 0 ? isoTime(since) : undefined, phone, limit });
       return { messages: page.messages, hasMore: page.has_more };
     },
     async history(input) {
@@ -82,17 +85,23 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       return { id: reply.message_id, text: reply.generated_message };
     },
     async send(input, idempotency) {
+      const response: ResponseInfo = {};
       try {
-        const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key } });
-        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: "sent" }, replayed: false };
+        const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key, response } });
+        // A server older than the `status` field answered only once the network took the message.
+        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: sent.status ?? "sent" }, replayed: response.replayed === true };
       } catch (err) {
-        // The server keys on the whole request; for a reply the key alone decides, so a
-        // conflict means this inbound message was already answered: nothing is sent again.
-        if (idempotency?.anyText && err instanceof TRPCClientError && err.data?.code === "CONFLICT" && /different request/.test(err.message)) {
-          return { record: { id: "", timestamp: "", status: "sent" }, replayed: true };
+        // The server keys on the whole request; for a reply the key alone decides, so a key
+        // already used for another text of an answered reply is that reply, replayed.
+        const data = err instanceof TRPCClientError ? (err.data as Partial<ErrorDetails> & { code?: string } | undefined) : undefined;
+        if (idempotency?.anyText && data?.code === "CONFLICT" && data.reason === "IDEMPOTENCY_KEY_REUSED" && data.message_id && data.timestamp && isStatus(data.status)) {
+          return { record: { id: data.message_id, timestamp: data.timestamp, status: data.status }, replayed: true };
         }
         throw err;
       }
     },
   };
 }
+
+const STATUSES: readonly string[] = messageRecord.shape.status.options;
+const isStatus = (s: unknown): s is MessageRecord["status"] => typeof s === "string" && STATUSES.includes(s);

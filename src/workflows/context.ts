@@ -2,6 +2,7 @@ import { AppError, parseInput } from "../errors";
 import { generateInput } from "../generator/schemas";
 import type { Logger } from "../log";
 import { MAX_PAGE, phoneSchema, sendInput } from "../messages/schemas";
+import { isoTime, microClock, parseIsoInstant } from "../messages/time";
 import type { MessagingBackend } from "./backend";
 import type { SentMessage, WorkflowContext } from "./define";
 import type { WorkflowStore } from "./store";
@@ -47,7 +48,7 @@ export function createWorkflowContext(opts: {
     const valid = parseInput(sendInput(opts.maxMessageLength), input);
     let sent: SentMessage;
     if (dryRun) {
-      sent = { id: `dry-run-${++dryIds}`, ...valid, timestamp: new Date().toISOString(), status: "queued", dryRun: true, replayed: false };
+      sent = { id: `dry-run-${++dryIds}`, ...valid, timestamp: isoTime(microClock()), status: "queued", dryRun: true, replayed: false };
     } else {
       const { record, replayed } = await backend.send(valid, idempotency);
       sent = { ...valid, ...record, dryRun: false, replayed };
@@ -64,7 +65,7 @@ export function createWorkflowContext(opts: {
       const { messages } = await backend.poll({ since: track.cursor, phone, limit });
       for (const m of messages) track.handled.add(m.id);
       // A filtered poll is a view: moving the cursor past it would skip other contacts.
-      if (!phone && messages.length) track.cursor = Date.parse(messages[messages.length - 1]!.timestamp);
+      if (!phone && messages.length) track.cursor = parseIsoInstant(messages[messages.length - 1]!.timestamp) ?? track.cursor;
       return messages;
     },
     async history(phone, o = {}) {

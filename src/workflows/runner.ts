@@ -1,3 +1,4 @@
+import { keepTrying, repeatEvery } from "../background";
 import type { Logger } from "../log";
 import { errorText } from "../log";
 import type { MessagingBackend } from "./backend";
@@ -48,18 +49,19 @@ export async function runWorkflow(
 
   const runId = Bun.randomUUIDv7();
   const log = deps.log.child({ workflow: wf.name, runId });
+  // Before any timer or listener: if the database refuses it, the tick fails and nothing is left running.
+  deps.store.startRun(runId, wf.name, opts.trigger, dryRun);
   const abort = new AbortController();
   const timeoutMs = wf.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const timer = setTimeout(() => abort.abort(`timed out after ${timeoutMs} ms`), timeoutMs);
   const onStop = () => abort.abort("the process is shutting down");
   opts.stop?.addEventListener("abort", onStop);
+  // A renewal that fails (a busy database) is retried sooner; one that finds the lease taken aborts the run.
   const renew = dryRun
     ? undefined
-    : setInterval(() => {
+    : repeatEvery("lease renewal", leaseMs / 3, () => {
         if (!deps.store.renewLease(wf.name, deps.owner, leaseMs)) abort.abort("lost the lease to another process");
-      }, leaseMs / 3);
-
-  deps.store.startRun(runId, wf.name, opts.trigger, dryRun);
+      }, log);
   const { ctx, track } = createWorkflowContext({
     workflow: wf.name,
     backend: deps.backend,
@@ -83,14 +85,24 @@ export async function runWorkflow(
     error = errorText(err);
   } finally {
     clearTimeout(timer);
-    clearInterval(renew);
     opts.stop?.removeEventListener("abort", onStop);
     if (!abort.signal.aborted) abort.abort("run finished");
   }
 
   const handled = track.handled.size;
-  deps.store.finishRun({ id: runId, workflow: wf.name, dryRun, status, error, handled, cursor: track.cursor });
-  if (!dryRun) deps.store.releaseLease(wf.name, deps.owner);
+  // The lease stays renewed while the run's end waits for a busy database; past a lease's length,
+  // the next run ends this one as interrupted and sees its messages again.
+  const finish = { id: runId, workflow: wf.name, dryRun, status, error, handled, cursor: track.cursor };
+  await keepTrying("recording the run's end", () => deps.store.finishRun(finish), log, { giveUpAfterMs: leaseMs });
+  renew?.stop();
+  if (!dryRun) {
+    try {
+      deps.store.releaseLease(wf.name, deps.owner);
+    } catch (err) {
+      // Not retried later: this owner's next run may hold the lease by then. It expires on its own.
+      log.warn("releasing the lease failed; it expires on its own", { error: errorText(err) });
+    }
+  }
   if (status === "ok") log.info("workflow run ok", { handled, sent: track.sends.length, dryRun });
   else log.warn(`workflow run ${status}`, { error, handled, dryRun });
   return { runId, status, error, handled, sends: track.sends };

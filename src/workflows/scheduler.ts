@@ -34,7 +34,12 @@ export function startScheduler(deps: RunnerDeps, workflows: Workflow[], log: Log
       log.warn(`workflow ${wf.name} ${unmet}`, { workflow: wf.name });
       continue;
     }
-    deps.store.ensure(wf.name, deps.startCursor?.());
+    try {
+      deps.store.ensure(wf.name, deps.startCursor?.());
+    } catch (err) {
+      // Each run ensures the row again; a busy database now only delays it.
+      log.warn(`workflow ${wf.name}: could not prepare its row; its first run will`, { workflow: wf.name, error: errorText(err) });
+    }
     const job = new Cron(
       wf.schedule,
       {

@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, lt, max, or } from "drizzle-orm";
+import { and, desc, eq, isNull, lt, max, ne, or } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { messages, workflowRuns, workflows, workflowState } from "../db/schema";
 
@@ -107,6 +107,15 @@ export function createWorkflowStore(db: Db, now: () => number = Date.now) {
           tx.update(workflows).set({ failures, backoffUntil: t + backoffMs(failures) }).where(byName(run.workflow)).run();
         }
       });
+    },
+
+    /** Deletes the records of runs that started before `before` (ms) and ended; returns how many. */
+    purgeRunsBefore(before: number): number {
+      return db
+        .delete(workflowRuns)
+        .where(and(lt(workflowRuns.startedAt, before), ne(workflowRuns.status, "running")))
+        .returning({ id: workflowRuns.id })
+        .all().length;
     },
 
     lastRun(workflow: string) {

@@ -1,6 +1,7 @@
 import type { App } from "../app";
 import type { Logger } from "../log";
 import { createClient } from "../client";
+import { microClock } from "../messages/time";
 import { createLocalBackend, createRemoteBackend } from "./backend";
 import { loadWorkflows } from "./loader";
 import type { RunnerDeps } from "./runner";
@@ -16,7 +17,7 @@ export function runnerDeps(app: App, log: Logger, remote = false): RunnerDeps {
   const backend = remote && url && apiKey ? createRemoteBackend(createClient({ url, apiKey })) : createLocalBackend(app);
   return {
     backend,
-    startCursor: remote && url ? () => Date.now() : undefined,
+    startCursor: remote && url ? microClock : undefined,
     store: createWorkflowStore(app.db),
     log,
     maxMessageLength: app.config.MAX_MESSAGE_LENGTH,

@@ -108,14 +108,20 @@ export function newPhone(): string {
   return phone;
 }
 
-export const ISO_UTC_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** A message timestamp: ISO 8601, UTC, microseconds (six fractional digits). */
+export const ISO_UTC_US = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** Microseconds since the epoch of a timestamp in that form (Date.parse reads only milliseconds). */
+export function micros(iso: string): number {
+  return Date.parse(iso) * 1000 + Number(/\.\d{3}(\d{3})Z$/.exec(iso)?.[1] ?? "0");
+}
 /** RFC 3986 unreserved characters: safe anywhere in a URL without encoding. */
 export const URL_SAFE = /^[A-Za-z0-9._~-]+$/;
 
 export function expectTimestamp(ts: unknown): void {
   expect(typeof ts).toBe("string");
-  expect(ts as string).toMatch(ISO_UTC_MS);
-  expect(new Date(ts as string).toISOString()).toBe(ts as string);
+  expect(ts as string).toMatch(ISO_UTC_US);
+  expect(new Date(ts as string).toISOString().slice(0, 23)).toBe((ts as string).slice(0, 23));
 }
 
 export function expectSendResult(result: SendResult): void {
@@ -131,11 +137,11 @@ export function expectRecord(record: MessageRecord, expected: Partial<MessageRec
   expect(record).toMatchObject(expected);
 }
 
-/** Strictly increasing ISO timestamps (which, at ms precision, means at least 1 ms apart). */
+/** Strictly increasing ISO timestamps (which, at µs precision, means at least 1 µs apart). */
 export function expectStrictlyIncreasing(timestamps: string[]): void {
   for (let i = 1; i < timestamps.length; i++) {
-    const prev = Date.parse(timestamps[i - 1]!);
-    const cur = Date.parse(timestamps[i]!);
+    const prev = micros(timestamps[i - 1]!);
+    const cur = micros(timestamps[i]!);
     if (!(cur > prev)) throw new Error(`timestamps not strictly increasing at ${i}: ${timestamps[i - 1]} then ${timestamps[i]}`);
   }
 }
@@ -150,7 +156,7 @@ const LEAKS: [RegExp, string][] = [
   [/\/work\/|\/tmp\/|\/src\/|\.ts\b/, "a file path"],
 ];
 
-/** Text that must never appear in a response, whatever NODE_ENV is (CONTRACT §4). */
+/** Text that must never appear in a response, whatever NODE_ENV is (docs/api.md). */
 export function expectNoLeak(text: string, secrets: string[] = []): void {
   for (const [pattern, what] of LEAKS) {
     if (pattern.test(text)) throw new Error(`response leaks ${what}: ${text.slice(0, 800)}`);

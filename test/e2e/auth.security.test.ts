@@ -1,10 +1,13 @@
-// Authentication (SPEC §5, CONTRACT §3, §5): every message route needs
+// Authentication (docs/api.md): every message route needs
 // `Authorization: Bearer <key>` (scheme case-insensitive), anything else is 401 with
 // WWW-Authenticate: Bearer; failed attempts are throttled per address; keys never
 // appear in answers or logs.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, expectError, newPhone } from "./api";
-import { newApiKey, startServer, type Server } from "./harness";
+import { lines, newApiKey, spawnServer, startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const phone = "+14155550123";
 const routes: [string, string, unknown][] = [
@@ -113,5 +116,58 @@ describe("failed authentication is throttled per client address (20 a minute, th
       }
     }
     expect(statuses).toEqual([...Array<number>(20).fill(401), ...Array<number>(5).fill(429)]);
+  });
+
+  test("a valid key from that address is never refused by it; failures still are", async () => {
+    for (let i = 0; i < 5; i++) {
+      expect((await call(server, "GET", "/api/messages/poll")).status).toBe(200);
+      expect((await call(server, "POST", "/api/send", { body: { phone: newPhone(), message: "still in" } })).status).toBe(200);
+    }
+    expectError(await call(server, "GET", "/api/messages/poll", { key: newApiKey() }), 429, "TOO_MANY_REQUESTS");
+    expectError(await call(server, "GET", "/api/messages/poll", { key: null }), 429, "TOO_MANY_REQUESTS");
+  });
+
+  test("X-Forwarded-For from a peer that is not a trusted proxy is ignored", async () => {
+    const reply = await call(server, "GET", "/api/messages/poll", { key: newApiKey(), headers: { "x-forwarded-for": "203.0.113.99" } });
+    expectError(reply, 429, "TOO_MANY_REQUESTS");
+  });
+});
+
+describe("behind TRUSTED_PROXIES the client is the first untrusted address of X-Forwarded-For, from the right", () => {
+  let server: Server;
+  beforeAll(async () => {
+    // The tests talk from 127.0.0.1: here it is a trusted proxy, as is 10.0.0.0/8.
+    server = await startServer({ env: { TRUSTED_PROXIES: "127.0.0.1/32, 10.0.0.0/8, fd00::/8" } });
+  }, 60_000);
+  afterAll(() => server?.kill());
+
+  const attempt = (forwardedFor?: string) =>
+    call(server, "GET", "/api/messages/poll", { key: newApiKey(), headers: forwardedFor ? { "x-forwarded-for": forwardedFor } : {} });
+
+  test("each forwarded client has its own count; a spoofed left part does not change whose it is", async () => {
+    for (let i = 0; i < 20; i++) {
+      // The client wrote a different address each time; our proxies appended 203.0.113.7 and 10.1.2.3.
+      expect((await attempt(`198.51.100.${i}, 203.0.113.7, 10.1.2.3`)).status).toBe(401);
+    }
+    expectError(await attempt("203.0.113.7"), 429, "TOO_MANY_REQUESTS");
+    expectError(await attempt("192.0.2.1, 203.0.113.7, 10.9.9.9"), 429, "TOO_MANY_REQUESTS");
+    // Another client behind the same proxy is not locked out, nor is the proxy itself.
+    expect((await attempt("203.0.113.8")).status).toBe(401);
+    expect((await attempt("2001:db8::1, fd00::1")).status).toBe(401);
+    expect((await attempt()).status).toBe(401);
+    // A valid key forwarded for the locked-out client still passes.
+    expect((await call(server, "GET", "/api/messages/poll", { headers: { "x-forwarded-for": "203.0.113.7" } })).status).toBe(200);
+  });
+});
+
+describe("TRUSTED_PROXIES is validated at start", () => {
+  test("a bad entry stops the server with one line naming the variable", async () => {
+    const child = spawnServer({ env: { TRUSTED_PROXIES: "10.0.0.0/8, proxy.internal" } });
+    const code = await child.exited();
+    expect(code).not.toBe(0);
+    const out = lines(child.stderr);
+    expect(out).toHaveLength(1);
+    expect(out[0]).toContain("TRUSTED_PROXIES");
+    expect(out[0]).toContain("proxy.internal");
   });
 });

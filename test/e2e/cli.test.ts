@@ -1,10 +1,13 @@
-// The textwire CLI (CONTRACT §9) works on the same database as a running server: keys
+// The textwire CLI (docs/operations.md) works on the same database as a running server: keys
 // it creates or revokes take effect at once, messages it sends or receives appear in
 // the server's history and poll; bad input is a non-zero exit with one line on stderr.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { call, expectRecord, expectSendResult, expectStrictlyIncreasing, history, newPhone, poll, send, type SendResult } from "./api";
 import { KEY_PATTERN, lines, runCli, startServer, tempDb, type CliResult, type Server, type TempDb } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const WHOLE_KEY = /^tw_[A-Za-z0-9_-]{24,}$/;
 

@@ -1,5 +1,5 @@
 /**
- * Crash safety (CONTRACT §2: "an outbound message is stored before the network is asked to
+ * Crash safety (docs/api.md: "an outbound message is stored before the network is asked to
  * send it, so a crash never loses an accepted message"; README: WAL + synchronous=NORMAL,
  * "a committed write survives a crash of the process").
  *
@@ -12,9 +12,12 @@
  * minutes later (README, Crash safety; the two minutes are simulated in the file).
  */
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { startServer, tempDb, type Server } from "./harness";
 import type { MessageRecord } from "./api";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const WORKERS = 48;
 const KILL_AFTER_MS = [700, 1500, 2300];
@@ -179,7 +182,7 @@ test(
     const file = new Database(dbPath);
     try {
       expect(file.query("PRAGMA integrity_check").all()).toEqual([{ integrity_check: "ok" }]);
-      const aged = file.query("UPDATE messages SET updated_at = updated_at - 180000 WHERE status = 'queued'").run();
+      const aged = file.query("UPDATE messages SET updated_at = updated_at - 180000000 WHERE status = 'queued'").run();
       expect(aged.changes).toBe(queuedBefore.length);
     } finally {
       file.close();
@@ -224,13 +227,14 @@ test(
       await server.proc.exited;
 
       const db = new Database(file.path);
-      const now = Date.now();
-      const stale = { id: Bun.randomUUIDv7(), at: now - 180_000 };
-      const fresh = { id: Bun.randomUUIDv7(), at: now - 30_000 };
+      // The store counts time in microseconds since the epoch (docs/operations.md).
+      const now = Date.now() * 1000;
+      const stale = { id: Bun.randomUUIDv7(), at: now - 180_000_000 };
+      const fresh = { id: Bun.randomUUIDv7(), at: now - 30_000_000 };
       try {
         const columns = (db.query("PRAGMA table_info(messages)").all() as { name: string }[]).map((c) => c.name).sort();
         // The test writes rows the way the server stores a send; it needs these columns.
-        expect(columns).toEqual(["body", "direction", "error", "id", "network", "network_id", "phone", "status", "timestamp", "updated_at"]);
+        expect(columns).toEqual(["body", "direction", "error", "id", "network", "network_id", "opt_out_type", "phone", "status", "timestamp", "updated_at"]);
         const insert = db.query(
           "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)",
         );

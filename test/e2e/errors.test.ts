@@ -1,9 +1,12 @@
-// Every error status of CONTRACT §4 for the routes in scope, each as the JSON envelope
+// Every error status of docs/api.md for the routes in scope, each as the JSON envelope
 // { success: false, error: { code, message } }, never leaking internals or keys,
-// whatever NODE_ENV is; and the rate limit of CONTRACT §5.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+// whatever NODE_ENV is; and the rate limit of docs/api.md.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, expectBadField, expectError, expectNoLeak, history, newPhone, type Reply } from "./api";
 import { newApiKey, startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const ONE_MIB = 1024 * 1024;
 

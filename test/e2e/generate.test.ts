@@ -1,9 +1,12 @@
 // POST /api/generate with the real ChatOpenAI talking to a local OpenAI-compatible server.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createClient } from "../../src/client";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { call, expectBadField, expectError, expectTimestamp, history, newPhone } from "./api";
-import { startServer, type Server } from "./harness";
+import { lines, spawnServer, startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const model = startFakeOpenAI();
 let server: Server;
@@ -175,5 +178,41 @@ describe("the same procedure over tRPC and in the OpenAPI document", () => {
   test("POST /api/generate is documented", async () => {
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, { post?: { requestBody?: unknown } }> };
     expect(doc.paths["/api/generate"]?.post?.requestBody).toBeDefined();
+  });
+});
+
+describe("GENERATOR_MODEL (provider:model, through LangChain's initChatModel)", () => {
+  test("openai:<model> picks the model name sent to the OpenAI-compatible server, over OPENAI_MODEL", async () => {
+    const picked = await startServer({
+      env: { OPENAI_API_KEY: "sk-local-test", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "not-this-one", GENERATOR_MODEL: "openai:picked-model-1" },
+    });
+    try {
+      model.reply({ kind: "text", text: "From the picked model" });
+      const before = model.requests.length;
+      const res = await call<Generated>(picked, "POST", "/api/generate", { body: { phone: "+14155550123", context: [{ role: "user", content: "Hi" }] } });
+      expect(res.status).toBe(200);
+      expect(res.body.generated_message).toBe("From the picked model");
+      expect(model.requests.slice(before).map((r) => r.model)).toEqual(["picked-model-1"]);
+    } finally {
+      picked.kill();
+    }
+  });
+
+  test("unset: openai:<OPENAI_MODEL>, as before", async () => {
+    const before = model.requests.length;
+    const res = await generate({ phone: "+14155550123", context: [{ role: "user", content: "Hi" }] });
+    expect(res.status).toBe(200);
+    expect(model.requests.slice(before).map((r) => r.model)).toEqual(["tiny-test-model"]);
+  });
+
+  test.each([["anthropic:claude-3-5-haiku"], ["gpt-4o-mini"]])("GENERATOR_MODEL=%s stops start-up with one line naming GENERATOR_MODEL", async (value) => {
+    const child = spawnServer({ env: { OPENAI_API_KEY: "sk-local-test", OPENAI_BASE_URL: model.baseUrl, GENERATOR_MODEL: value } });
+    const code = await child.exited();
+    expect(code).not.toBe(0);
+    expect(child.stdout).not.toMatch(/listening on/);
+    const errLines = lines(child.stderr);
+    expect(errLines).toHaveLength(1);
+    expect(errLines[0]!).toContain("GENERATOR_MODEL");
+    expect(child.stderr).not.toContain("sk-local-test");
   });
 });

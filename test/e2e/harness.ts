@@ -5,7 +5,7 @@
 // their own process group, so kill() also ends the `bun src/main.ts` child that
 // `bun run` starts (SIGKILL is not forwarded by `bun run`).
 //
-// Failed authentication is throttled per client address (CONTRACT §5: 20 a minute),
+// Failed authentication is throttled per client address (docs/api.md: 20 a minute),
 // and every test talks from 127.0.0.1: keep each server below 20 failed attempts
 // unless the test is about that throttle.
 import { randomBytes } from "node:crypto";
@@ -13,12 +13,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
-import { setDefaultTimeout } from "bun:test";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
-
-// Tests and hooks start real servers; the bound that matters is each wait below.
-setDefaultTimeout(60_000);
 
 const STARTUP_MS = 15_000;
 const STOP_MS = 15_000;
@@ -27,7 +23,7 @@ const CLI_MS = 15_000;
 const LISTENING = /listening on (http:\/\/[0-9.]+:\d+)/;
 export const KEY_PATTERN = /\btw_[A-Za-z0-9_-]{24,}/g;
 
-/** Every variable of CONTRACT §1: the inherited environment never decides one of them. */
+/** Every variable of docs/operations.md: the inherited environment never decides one of them. */
 const CONFIG_VARS = [
   "PORT",
   "HOST",
@@ -41,8 +37,11 @@ const CONFIG_VARS = [
   "MAX_MESSAGE_LENGTH",
   "RATE_LIMIT_PER_MINUTE",
   "RATE_LIMIT_BURST",
+  "TRUSTED_PROXIES",
   "WORKFLOWS_DIR",
   "LOG_LEVEL",
+  "WORKFLOW_RUNS_RETENTION_DAYS",
+  "MAINTENANCE_INTERVAL_MS",
   "NODE_ENV",
   "TEXTWIRE_URL",
   "TEXTWIRE_API_KEY",

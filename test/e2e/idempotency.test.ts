@@ -1,8 +1,12 @@
-// Idempotency-Key on POST /api/send (CONTRACT §6), over HTTP and across a restart.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createClient } from "../../src/client";
+// Idempotency-Key on POST /api/send (docs/api.md), over HTTP and across a restart.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { TRPCClientError } from "@trpc/client";
+import { createClient, type ResponseInfo } from "../../src/client";
 import { call, expectBadField, expectError, history, newPhone, type SendResult } from "./api";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 beforeAll(async () => {
@@ -76,6 +80,39 @@ describe("Idempotency-Key on POST /api/send", () => {
     const phone = newPhone();
     expectBadField(await sendWithKey(`fix-${phone}`, { phone, message: "" }), "message");
     expect((await sendWithKey(`fix-${phone}`, { phone, message: "fixed" })).status).toBe(200);
+  });
+
+  test("the conflict says why, in the REST envelope and the tRPC error's data: reason and the first request's message", async () => {
+    const phone = newPhone();
+    const first = await sendWithKey(`why-${phone}`, { phone, message: "one" });
+    const other = await sendWithKey(`why-${phone}`, { phone, message: "two" });
+    const { error } = expectError(other, 409, "CONFLICT") as unknown as { error: Record<string, unknown> };
+    expect({ reason: error.reason, message_id: error.message_id, timestamp: error.timestamp, status: error.status }).toEqual({
+      reason: "IDEMPOTENCY_KEY_REUSED",
+      message_id: first.body.message_id,
+      timestamp: first.body.timestamp,
+      status: "delivered",
+    });
+    const client = createClient({ url: server.url, apiKey: server.apiKey });
+    const err = await client.messages.send.mutate({ phone, message: "three" }, { context: { idempotencyKey: `why-${phone}` } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TRPCClientError);
+    const data = (err as TRPCClientError<never>).data as unknown as Record<string, unknown>;
+    expect({ code: data.code, reason: data.reason, message_id: data.message_id }).toEqual({
+      code: "CONFLICT",
+      reason: "IDEMPOTENCY_KEY_REUSED",
+      message_id: first.body.message_id,
+    });
+  });
+
+  test("the send answer carries the message's status, and the typed client says whether it was a replay", async () => {
+    const phone = newPhone();
+    const client = createClient({ url: server.url, apiKey: server.apiKey });
+    const responses: ResponseInfo[] = [{}, {}];
+    const a = await client.messages.send.mutate({ phone, message: "typed" }, { context: { idempotencyKey: `replay-${phone}`, response: responses[0] } });
+    const b = await client.messages.send.mutate({ phone, message: "typed" }, { context: { idempotencyKey: `replay-${phone}`, response: responses[1] } });
+    expect(a.status).toBe("delivered");
+    expect(b).toEqual(a);
+    expect(responses.map((r) => r.replayed)).toEqual([false, true]);
   });
 
   test("the typed client carries the key from the call's context", async () => {

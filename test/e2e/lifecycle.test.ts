@@ -1,11 +1,14 @@
-// Start-up and configuration (CONTRACT §1): the first key is generated and printed
+// Start-up and configuration (docs/operations.md): the first key is generated and printed
 // once, bad configuration stops the process with one line naming the variable,
 // /health needs no key, the database file and its folder are created.
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { call, history, newPhone, send } from "./api";
 import { KEY_PATTERN, lines, newApiKey, spawnServer, startServer, tempDb, type Server, type TempDb } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const dbs: TempDb[] = [];
 const servers: Server[] = [];

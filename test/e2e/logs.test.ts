@@ -1,8 +1,11 @@
-// Structured logs (CONTRACT §1, issue "secrets"): one JSON object a line, a request id shared
+// Structured logs (docs/operations.md, issue "secrets"): one JSON object a line, a request id shared
 // with the X-Request-Id header, and never a key or a message text.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { call, newPhone } from "./api";
 import { lines, startServer, waitFor, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 // The BlueBubbles driver against a fake BlueBubbles server on 127.0.0.1, over real HTTP
-// with the real server (CONTRACT §2 statuses, §3 send and webhooks, §8 networks):
+// with the real server (docs/api.md statuses, send and webhooks; docs/networks.md):
 // - the message/text request Textwire makes (password, chatGuid, one tempGuid per message);
 // - webhooks at /webhooks/bluebubbles?secret=…: inbound stored once per guid, a wrong or
 //   missing secret refused with 401; the isFromMe echo of our own message matched to it, not
@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
 import { lines, spawnServer, startServer, tempDb, waitUntil, type EnvOverlay, type Server, type TempDb } from "./harness";
 import {
+  bbAttachment,
   bbMessage,
   postBlueBubblesWebhook,
   startFakeBlueBubbles,
@@ -82,6 +83,8 @@ function webhook(event: { type: string; data: unknown }, secret: string | null =
 
 /** Sends through Textwire and returns its answer, the request BlueBubbles got, and the message it answered with. */
 async function sendTracked(phone: string, text: string) {
+  // A contact the Mac has a chat with already: the send goes to that chat with message/text.
+  fake.addChat(phone);
   const before = fake.sends.length;
   const sentBefore = fake.sent.length;
   const result = await send(server, phone, text);
@@ -102,7 +105,7 @@ function updateOf(message: BbMessage, changes: Partial<BbMessage>): BbMessage {
 }
 
 describe("sending through BlueBubbles", () => {
-  test("POST /api/send makes one POST /api/v1/message/text?password=… with JSON chatGuid any;-;<phone>, a tempGuid, the text and a method", async () => {
+  test("POST /api/send makes one POST /api/v1/message/text?password=… with the guid of the Mac's chat with <phone>, a tempGuid, the text and method apple-script", async () => {
     const phone = newPhone();
     const text = "Your table is ready 🍽️ — \"Café\" & co";
     const { result, request } = await sendTracked(phone, text);
@@ -112,9 +115,9 @@ describe("sending through BlueBubbles", () => {
     expect(request.query).toEqual({ password: fake.password });
     expect(request.headers["content-type"]).toStartWith("application/json");
     expect(Object.keys(request.body).sort()).toEqual(["chatGuid", "message", "method", "tempGuid"]);
-    expect(request.body.chatGuid).toBe(`any;-;${phone}`);
+    expect(request.body.chatGuid).toBe(`iMessage;-;${phone}`);
     expect(request.body.message).toBe(text);
-    expect(["apple-script", "private-api"]).toContain(request.body.method);
+    expect(request.body.method).toBe("apple-script");
     expect(typeof request.body.tempGuid).toBe("string");
     expect(request.body.tempGuid.length).toBeGreaterThan(0);
   });
@@ -226,8 +229,8 @@ describe("reports on our own messages", () => {
   test("the isFromMe echo of our message (the tempGuid we sent) is matched to it, not stored again", async () => {
     const phone = newPhone();
     const { result, request, message } = await sendTracked(phone, "echo me");
-    expect(message.tempGuid).toBe(request.body.tempGuid);
-    expect2xx(await webhook({ type: "new-message", data: message }), "echo");
+    expect2xx(await webhook({ type: "new-message", data: message }), "echo without tempGuid");
+    expect2xx(await webhook({ type: "new-message", data: { ...message, tempGuid: request.body.tempGuid } }), "echo");
     const { messages, total } = await history(server, phone);
     expect(total).toBe(1);
     expectRecord(messages[0]!, { id: result.message_id, message: "echo me", direction: "outbound", status: "sent", timestamp: result.timestamp });
@@ -238,6 +241,7 @@ describe("reports on our own messages", () => {
     // BlueBubbles emits new-message for our message when it sees it in the Mac's database,
     // which may be before its HTTP answer to message/text reaches Textwire.
     const phone = newPhone();
+    fake.addChat(phone);
     const guid = crypto.randomUUID().toUpperCase();
     let release!: () => void;
     const answered = new Promise<void>((resolve) => (release = resolve));
@@ -487,6 +491,191 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
   });
 });
 
+describe("as the real BlueBubbles server behaves (the stand-in follows its source)", () => {
+  /** A stand-in that posts its webhooks to a server of its own; short send timeout and reconciliation. */
+  async function pair(opts: { webhooks?: boolean; env?: EnvOverlay } = {}): Promise<{ f: FakeBlueBubbles; s: Server }> {
+    const f = startFakeBlueBubbles();
+    fakes.push(f);
+    const s = await startServer({
+      env: bbEnv(f, { BLUEBUBBLES_SEND_TIMEOUT_MS: "2000", BLUEBUBBLES_RECONCILE_AFTER_MS: "1000", LOG_LEVEL: "debug", ...opts.env }),
+    });
+    servers.push(s);
+    if (opts.webhooks !== false) f.webhooks.push(`${s.url}/webhooks/bluebubbles?secret=${SECRET}`);
+    return { f, s };
+  }
+  const statusIs = (s: Server, phone: string, id: string, status: string) =>
+    waitUntil(`${id} ${status}`, async () => (await statusOf(phone, id, s)) === status, 15_000);
+
+  test("the stand-in refuses a send to a chat the Mac does not have (500 iMessage Error) and one without tempGuid (400)", async () => {
+    const phone = newPhone();
+    const post = async (body: unknown) => {
+      const res = await fetch(`${fake.url}/api/v1/message/text?password=${encodeURIComponent(fake.password)}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as { status: number; message: string; error: { type: string; message: string } } };
+    };
+    const unknown = await post({ chatGuid: `any;-;${phone}`, tempGuid: "t-1", message: "hi", method: "apple-script" });
+    expect(unknown.status).toBe(500);
+    expect(unknown.body.status).toBe(500);
+    expect(unknown.body.message).toBe("Message Send Error");
+    expect(unknown.body.error.type).toBe("iMessage Error");
+    fake.addChat(phone);
+    const noTemp = await post({ chatGuid: `iMessage;-;${phone}`, message: "hi", method: "apple-script" });
+    expect(noTemp.status).toBe(400);
+    expect(noTemp.body.error).toEqual({ type: "Validation Error", message: "A 'tempGuid' is required when sending via AppleScript" });
+  });
+
+  test("a new contact: the chat is looked up, then started with chat/new; the next send goes to that chat with message/text", async () => {
+    const { f, s } = await pair();
+    const phone = newPhone();
+    const first = await send(s, phone, "Welcome!");
+    const [lookup, create] = f.requests.filter((r) => r.path !== "/api/v1/message/query");
+    expect(lookup!.path).toBe("/api/v1/handle/query");
+    expect(lookup!.body.address).toBe(phone);
+    expect(create!.path).toBe("/api/v1/chat/new");
+    expect(create!.body).toEqual({ addresses: [phone], message: "Welcome!", service: "iMessage", method: "apple-script", tempGuid: create!.body.tempGuid });
+    expect(create!.body.tempGuid).toContain(first.message_id);
+    const second = await send(s, phone, "Your order shipped");
+    const text = f.sends.at(-1)!;
+    expect(text.path).toBe("/api/v1/message/text");
+    expect(text.body.chatGuid).toBe(`iMessage;-;${phone}`);
+    expect(text.body.method).toBe("apple-script");
+    expect(text.body.tempGuid).toContain(second.message_id);
+    expect(f.sends).toHaveLength(2);
+    expect(f.sent.map((m) => m.text)).toEqual(["Welcome!", "Your order shipped"]);
+    // The two new-message events of each send (without, then with the tempGuid) settle it.
+    await statusIs(s, phone, first.message_id, "sent");
+    await statusIs(s, phone, second.message_id, "sent");
+    const { messages, total } = await history(s, phone);
+    expect(total).toBe(2);
+    expect(messages.every((m) => m.direction === "outbound")).toBe(true);
+    expect((await poll(s, { phone })).count).toBe(0);
+  });
+
+  test("a contact the Mac already has an SMS chat with: message/text to that chat's guid, no chat/new", async () => {
+    const { f, s } = await pair();
+    const phone = newPhone();
+    f.addChat(phone, "SMS");
+    const sent = await send(s, phone, "Green bubble");
+    expect(f.sends.map((r) => [r.path, r.body.chatGuid])).toEqual([["/api/v1/message/text", `SMS;-;${phone}`]]);
+    await statusIs(s, phone, sent.message_id, "sent");
+  });
+
+  test("a remembered chat gone from the Mac: that send fails (502), the next one looks the chat up again and starts it", async () => {
+    const { f, s } = await pair();
+    const phone = newPhone();
+    const chat = f.addChat(phone);
+    await send(s, phone, "first");
+    f.chats.delete(chat.guid);
+    expectError(await call(s, "POST", "/api/send", { body: { phone, message: "second" } }), 502, "BAD_GATEWAY", [f.password]);
+    await send(s, phone, "third");
+    expect(f.sends.map((r) => r.path)).toEqual(["/api/v1/message/text", "/api/v1/message/text", "/api/v1/chat/new"]);
+    expect(f.requests.filter((r) => r.path === "/api/v1/handle/query")).toHaveLength(2);
+  });
+
+  test("BLUEBUBBLES_SERVICE=SMS starts new chats as SMS", async () => {
+    const { f, s } = await pair({ env: { BLUEBUBBLES_SERVICE: "SMS" } });
+    const phone = newPhone();
+    await send(s, phone, "relay");
+    expect(f.sends.map((r) => [r.path, r.body.service])).toEqual([["/api/v1/chat/new", "SMS"]]);
+  });
+
+  test("tapbacks, group messages and attachment-only messages are not stored as texts and never reach poll; attachment-only is logged", async () => {
+    const { f, s } = await pair();
+    const phone = newPhone();
+    const other = newPhone();
+    const original = bbMessage({ address: phone, text: "hi" });
+    await f.emit("new-message", original);
+    const tapback = bbMessage({ address: phone, text: 'Loved "hi"', associatedMessageType: "love", associatedMessageGuid: `p:0/${original.guid}` });
+    await f.emit("new-message", tapback);
+    const group = f.addGroup([phone, other]);
+    await f.emit("new-message", bbMessage({ address: phone, text: "hello all", chatGuid: group.guid }));
+    const photo = bbMessage({ address: phone, text: "\uFFFC", attachments: [bbAttachment()] });
+    await f.emit("new-message", photo);
+    await f.emit("new-message", bbMessage({ address: phone, text: "marker" }));
+    const polled = await poll(s, { phone });
+    expect(polled.messages.map((m) => m.message)).toEqual(["hi", "marker"]);
+    expect((await history(s, phone)).total).toBe(2);
+    expect((await poll(s, { phone: other })).count).toBe(0);
+    const logged = lines(s.stdout + s.stderr);
+    const attachmentLine = logged.find((l) => l.includes("attachment-only") && l.includes(photo.guid));
+    expect(attachmentLine).toBeDefined();
+    expect(attachmentLine!).toContain('"attachments":1');
+    expect(logged.some((l) => l.includes("tapback dropped") && l.includes(tapback.guid))).toBe(true);
+    expect(logged.some((l) => l.includes("group message dropped"))).toBe(true);
+  });
+
+  test("a send slower than the timeout is 504 with message_id, stays queued, is never sent twice for its Idempotency-Key, and its echo makes it sent", async () => {
+    const { f, s } = await pair();
+    const phone = newPhone();
+    f.addChat(phone);
+    f.replyToSend({ kind: "sent", delayMs: 6000 });
+    const key = `bb-slow-${randomBytes(6).toString("hex")}`;
+    const body = { phone, message: "slow one" };
+    const first = await call<SendResult>(s, "POST", "/api/send", { body, headers: { "Idempotency-Key": key } });
+    const err = expectError(first, 504, "GATEWAY_TIMEOUT", [f.password, SECRET]);
+    const id = (err.error as { message_id?: string }).message_id!;
+    expect(typeof id).toBe("string");
+    expect(err.error.message).toBe("network: no answer in time; the status will follow");
+    expect(await statusOf(phone, id, s)).toBe("queued");
+    // A retry while the outcome is unknown sends nothing and answers from the record.
+    const retry = await call(s, "POST", "/api/send", { body, headers: { "Idempotency-Key": key } });
+    expect((expectError(retry, 504, "GATEWAY_TIMEOUT").error as { message_id?: string }).message_id).toBe(id);
+    expect(f.sends).toHaveLength(1);
+    // The Mac sends it after all: the echo with our tempGuid settles it.
+    await statusIs(s, phone, id, "sent");
+    const after = await call<SendResult>(s, "POST", "/api/send", { body, headers: { "Idempotency-Key": key } });
+    expect(after.status).toBe(200);
+    expect(after.body.message_id).toBe(id);
+    expect(f.sends).toHaveLength(1);
+    expect(f.sent).toHaveLength(1);
+    const { total } = await history(s, phone);
+    expect(total).toBe(1);
+  });
+
+  test("a send that takes 60 s (default 120 s timeout) ends delivered, not failed; a retry with its key meanwhile sends nothing", async () => {
+    const phone = newPhone();
+    fake.addChat(phone);
+    fake.replyToSend({ kind: "sent", delayMs: 60_000 });
+    const key = `bb-60s-${randomBytes(6).toString("hex")}`;
+    const body = { phone, message: "a minute" };
+    const before = fake.sends.length;
+    const pending = call<SendResult>(server, "POST", "/api/send", { body, headers: { "Idempotency-Key": key } });
+    await fake.waitFor("the message/text request", () => fake.sends.length > before);
+    const retry = await call(server, "POST", "/api/send", { body, headers: { "Idempotency-Key": key } });
+    expect(retry.status).toBeGreaterThanOrEqual(400);
+    expect([409, 504]).toContain(retry.status);
+    const reply = await pending;
+    expect(reply.status).toBe(200);
+    const message = fake.sent.at(-1)!;
+    expect2xx(await webhook({ type: "updated-message", data: updateOf(message, { dateDelivered: Date.now(), isDelivered: true }) }), "delivered");
+    expect(await statusOf(phone, reply.body.message_id)).toBe("delivered");
+    expect(fake.sends.length).toBe(before + 1);
+  }, 150_000);
+
+  test("reconciliation: a delivery whose webhook was missed, and a timed-out send never echoed, are found on the server", async () => {
+    const { f, s } = await pair({ webhooks: false });
+    const phone = newPhone();
+    f.addChat(phone);
+    const ok = await send(s, phone, "deliver me later");
+    expect(await statusOf(phone, ok.message_id, s)).toBe("sent");
+    // Delivered on the Mac; no webhook reaches Textwire, and catch-up only looks at new messages.
+    f.sent.at(-1)!.dateDelivered = Date.now();
+    f.sent.at(-1)!.isDelivered = true;
+    await statusIs(s, phone, ok.message_id, "delivered");
+    expect(f.requests.some((r) => r.method === "GET" && r.path === `/api/v1/message/${f.sent.at(-1)!.guid}`)).toBe(true);
+
+    // Unknown outcome, no echo: found by chat, from-me and text around the send's time.
+    f.replyToSend({ kind: "sent", delayMs: 5000 });
+    const slow = await call(s, "POST", "/api/send", { body: { phone, message: "Lost in the mail?" } });
+    const id = (expectError(slow, 504, "GATEWAY_TIMEOUT").error as { message_id?: string }).message_id!;
+    await statusIs(s, phone, id, "sent");
+    expect(f.sends).toHaveLength(2);
+  });
+});
+
 describe("start-up without the BlueBubbles settings", () => {
   const required = ["BLUEBUBBLES_URL", "BLUEBUBBLES_PASSWORD", "WEBHOOK_SECRET"] as const;
 
@@ -503,6 +692,8 @@ describe("start-up without the BlueBubbles settings", () => {
   });
 
   test.each([
+    ["BLUEBUBBLES_SERVICE", "RCS"],
+    ["BLUEBUBBLES_SEND_TIMEOUT_MS", "soon"],
     ["WEBHOOK_SECRET", "too-short"],
     ["WEBHOOK_SECRET", "has spaces and is long enough but not url safe"],
     ["BLUEBUBBLES_URL", "192.168.1.20:1234 without scheme"],

@@ -1,12 +1,15 @@
 // The Twilio driver against a fake Twilio on 127.0.0.1, over real HTTP with the real
-// server (CONTRACT §2 statuses, §3 send and webhooks, §8 networks):
+// server (docs/api.md statuses, send and webhooks; docs/networks.md):
 // - the Messages.json request Textwire makes (path, Basic auth, form fields, StatusCallback);
 // - signed inbound webhooks (X-Twilio-Signature over PUBLIC_URL + path + sorted params),
 //   answered with empty TwiML, deduplicated by MessageSid, forged ones refused with 401;
 // - status callbacks: forward only, `delivered` and `failed` final;
 // - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502);
 // - missing driver settings stop start-up with one line naming the variable.
+import { Database } from "bun:sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+// The official SDK's webhook functions, to sign and check requests as Twilio's own code does.
+import { getExpectedTwilioSignature, validateRequest } from "twilio/lib/webhooks/webhooks";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
 import { lines, spawnServer, startServer, type EnvOverlay, type Server } from "./harness";
 import {
@@ -477,6 +480,147 @@ describe("start-up without the Twilio settings", () => {
     expect(errLines).toHaveLength(1);
     expect(errLines[0]!).toContain(name);
     expect(child.stderr).not.toContain(fake.authToken);
+  });
+});
+
+describe("signature URL forms, as the official twilio SDK signs and validates them", () => {
+  // Twilio signs the URL it called; a proxy may add or strip the default port, so every form
+  // the SDK's validateRequest accepts is accepted, and each test cross-checks with it.
+  const forms = (base: string, path: string) => [base + path, base.replace(/^(https?:\/\/[^/]+)/, (h) => h + (h.startsWith("https") ? ":443" : ":80")) + path];
+
+  test("an inbound webhook signed over PUBLIC_URL with or without :443 is accepted and stored once per message", async () => {
+    const phone = newPhone();
+    const texts: string[] = [];
+    for (const url of forms(PUBLIC_URL, INBOUND_PATH)) {
+      const text = `signed over ${url}`;
+      const params = inboundParams(phone, text);
+      const signature = getExpectedTwilioSignature(fake.authToken, url, params);
+      expect(validateRequest(fake.authToken, signature, PUBLIC_URL + INBOUND_PATH, params)).toBe(true);
+      expect(signature).toBe(signTwilioRequest(fake.authToken, url, params));
+      const reply = await postTwilioWebhook(server.url, INBOUND_PATH, params, signature);
+      expect(reply.status).toBe(200);
+      texts.push(text);
+    }
+    expect((await history(server, phone)).messages.map((m) => m.message).sort()).toEqual(texts.sort());
+  });
+
+  test("a status callback signed over its URL (with ?id=) with :443 is applied", async () => {
+    const phone = newPhone();
+    const { result, sid } = await sendAndSid(phone, "port on the callback");
+    const url = `${PUBLIC_URL.replace("example.com", "example.com:443")}${STATUS_PATH}?id=${result.message_id}`;
+    const params = statusParams(sid, phone, "delivered");
+    const signature = getExpectedTwilioSignature(fake.authToken, url, params);
+    expect(validateRequest(fake.authToken, signature, `${PUBLIC_URL}${STATUS_PATH}?id=${result.message_id}`, params)).toBe(true);
+    expect2xx(await postTwilioWebhook(server.url, `${STATUS_PATH}?id=${result.message_id}`, params, signature), "status with port");
+    expect(await statusOf(phone, result.message_id)).toBe("delivered");
+  });
+
+  test("PUBLIC_URL configured with :443 (or http with :80) accepts signatures over the URL without the port, and with it", async () => {
+    for (const base of ["https://textwire.example.com:443", "http://textwire.example.com:80"]) {
+      const ported = await startServer({ env: twilioEnv(fake, { PUBLIC_URL: base }) });
+      extraServers.push(ported);
+      const phone = newPhone();
+      const bare = base.replace(/:(443|80)$/, "");
+      for (const url of [bare + INBOUND_PATH, base + INBOUND_PATH]) {
+        const params = inboundParams(phone, `to ${base} signed over ${url}`);
+        const signature = getExpectedTwilioSignature(fake.authToken, url, params);
+        expect(validateRequest(fake.authToken, signature, base + INBOUND_PATH, params)).toBe(true);
+        expect((await postTwilioWebhook(ported.url, INBOUND_PATH, params, signature)).status).toBe(200);
+      }
+      expect((await history(ported, phone)).total).toBe(2);
+      ported.kill();
+    }
+  });
+
+  test("repeated parameters are signed as the SDK sorts them (distinct values, sorted) and accepted", async () => {
+    const phone = newPhone();
+    const params: Record<string, string | string[]> = { ...inboundParams(phone, "with repeated fields"), Tag: ["zeta", "alpha", "zeta", "Mid"] };
+    const signature = getExpectedTwilioSignature(fake.authToken, PUBLIC_URL + INBOUND_PATH, params);
+    expect(validateRequest(fake.authToken, signature, PUBLIC_URL + INBOUND_PATH, params)).toBe(true);
+    expect(signature).toBe(signTwilioRequest(fake.authToken, PUBLIC_URL + INBOUND_PATH, params));
+    expect((await postTwilioWebhook(server.url, INBOUND_PATH, params, signature)).status).toBe(200);
+    expect((await history(server, phone)).messages.map((m) => m.message)).toEqual(["with repeated fields"]);
+  });
+
+  test("a signature over another host, path or port is refused with 401, as validateRequest refuses it", async () => {
+    const phone = newPhone();
+    for (const url of ["https://evil.example.com" + INBOUND_PATH, PUBLIC_URL + "/webhooks/other", "https://textwire.example.com:8443" + INBOUND_PATH]) {
+      const params = inboundParams(phone, `forged over ${url}`);
+      const signature = getExpectedTwilioSignature(fake.authToken, url, params);
+      expect(validateRequest(fake.authToken, signature, PUBLIC_URL + INBOUND_PATH, params)).toBe(false);
+      expect((await postTwilioWebhook(server.url, INBOUND_PATH, params, signature)).status).toBe(401);
+    }
+    expect((await history(server, phone)).total).toBe(0);
+  });
+});
+
+describe("partially_delivered and OptOutType", () => {
+  test("`partially_delivered` makes the message delivered (final), noting the partial delivery in its error", async () => {
+    const phone = newPhone();
+    const { result, sid } = await sendAndSid(phone, "a long text in many segments");
+    expect2xx(await signed(STATUS_PATH, statusParams(sid, phone, "partially_delivered")), "status partially_delivered");
+    const { messages } = await history(server, phone);
+    expect(messages[0]!.status).toBe("delivered");
+    expect(messages[0]!.error).toContain("partially delivered");
+    expect2xx(await signed(STATUS_PATH, statusParams(sid, phone, "undelivered", "30003")), "late undelivered");
+    expect(await statusOf(phone, result.message_id)).toBe("delivered");
+  });
+
+  test("OptOutType (STOP, START, HELP) from an inbound webhook is stored with the message; absent or unknown, null", async () => {
+    const phone = newPhone();
+    const cases: [string, string | undefined][] = [["STOP", "STOP"], ["start", "START"], ["HELP", "HELP"], ["hello", undefined], ["OTHER", "MAYBE"]];
+    const sids: string[] = [];
+    for (const [text, type] of cases) {
+      const sid = twilioSid("SM");
+      sids.push(sid);
+      const params = { ...inboundParams(phone, text, sid), ...(type ? { OptOutType: type } : {}) };
+      expect2xx(await signed(INBOUND_PATH, params), `inbound ${text}`);
+    }
+    expect((await history(server, phone)).total).toBe(cases.length);
+    const db = new Database(server.dbPath, { readonly: true });
+    try {
+      const rows = db.query("SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'").all(phone) as { sid: string; type: string | null }[];
+      const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
+      expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("inbound text passes the rules of a sent message", () => {
+  test("control characters other than tab, LF and CR are removed; tab, LF and CR stay", async () => {
+    const phone = newPhone();
+    const reply = await signed(INBOUND_PATH, inboundParams(phone, "Hi\u0007 there\u0000!\tok\r\nnext\u001b[0m\u0085"));
+    expect(reply.status).toBe(200);
+    expect(reply.text).toMatch(EMPTY_TWIML);
+    expect((await history(server, phone)).messages.map((m) => m.message)).toEqual(["Hi there!\tok\r\nnext[0m"]);
+    expect(server.stdout).toContain("inbound text cleaned to the message rules");
+  });
+
+  test("a text with nothing readable left is answered (Twilio does not resend) and not stored", async () => {
+    const phone = newPhone();
+    const reply = await signed(INBOUND_PATH, inboundParams(phone, "\u0001\u0002 \u0003"));
+    expect(reply.status).toBe(200);
+    expect((await history(server, phone)).total).toBe(0);
+  });
+
+  test("a text over MAX_MESSAGE_LENGTH code points keeps its first MAX-1 and ends with …, within the limit", async () => {
+    const short = await startServer({ env: twilioEnv(fake, { MAX_MESSAGE_LENGTH: "10" }) });
+    extraServers.push(short);
+    const phone = newPhone();
+    const text = "😀bcdefghijklmnop";
+    const params = inboundParams(phone, text);
+    const reply = await postTwilioWebhook(short.url, INBOUND_PATH, params, signTwilioRequest(fake.authToken, PUBLIC_URL + INBOUND_PATH, params));
+    expect(reply.status).toBe(200);
+    const stored = (await history(short, phone)).messages.map((m) => m.message);
+    expect(stored).toEqual(["😀bcdefghi…"]);
+    expect([...stored[0]!]).toHaveLength(10);
+    // Exactly at the limit: stored as received.
+    const exact = inboundParams(phone, "😀bcdefghij");
+    expect((await postTwilioWebhook(short.url, INBOUND_PATH, exact, signTwilioRequest(fake.authToken, PUBLIC_URL + INBOUND_PATH, exact))).status).toBe(200);
+    expect((await history(short, phone)).messages.map((m) => m.message)).toEqual(["😀bcdefghij", "😀bcdefghi…"]);
+    short.kill();
   });
 });
 

@@ -1,8 +1,11 @@
 // GET /openapi.json is a valid OpenAPI 3.1 document of the REST routes with bearer
-// security; GET /docs is a reference page served wholly by this server (CONTRACT §3).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+// security; GET /docs is a reference page served wholly by this server (docs/api.md).
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 beforeAll(async () => {
@@ -67,6 +70,104 @@ describe("GET /openapi.json", () => {
       if (method === "post") expect(op.requestBody).toBeDefined();
     });
   }
+
+  const op = (path: string, method: string) => ((doc.paths as Json)[path] as Json)[method] as Json;
+  const resolve = (node: Json): Json =>
+    typeof node.$ref === "string" ? (node.$ref.slice(2).split("/").reduce((n: Json, k: string) => n[k] as Json, doc) as Json) : node;
+  const keyed: [string, string][] = [
+    ["/api/send", "post"],
+    ["/api/generate", "post"],
+    ["/api/messages/{phone}", "get"],
+    ["/api/messages/poll", "get"],
+    ["/webhooks/loopback", "post"],
+  ];
+
+  test("POST /api/send and /api/generate take an Idempotency-Key header of 1 to 255 printable characters", () => {
+    for (const path of ["/api/send", "/api/generate"]) {
+      const param = (op(path, "post").parameters as Json[]).find((p) => p.name === "Idempotency-Key");
+      expect(param).toMatchObject({ in: "header" });
+      expect(param!.required ?? false).toBe(false);
+      expect(String(param!.description)).toContain("1 to 255 printable");
+      const pattern = new RegExp((param!.schema as Json).pattern as string);
+      expect(pattern.test("a")).toBe(true);
+      expect(pattern.test("x".repeat(255))).toBe(true);
+      expect(pattern.test("")).toBe(false);
+      expect(pattern.test("x".repeat(256))).toBe(false);
+      expect(pattern.test("caf\u00e9")).toBe(false);
+    }
+  });
+
+  test("every parameter is described; limit and offset are integers, since and phone say what they mean", () => {
+    for (const item of Object.values(doc.paths as Json) as Json[]) {
+      for (const operation of Object.values(item) as Json[]) {
+        for (const p of (operation.parameters ?? []) as Json[]) expect([p.name, typeof p.description, String(p.description).length > 10]).toEqual([p.name, "string", true]);
+      }
+    }
+    const param = (path: string, name: string) => (op(path, "get").parameters as Json[]).find((p) => p.name === name)!;
+    for (const [path, name] of [
+      ["/api/messages/{phone}", "limit"],
+      ["/api/messages/{phone}", "offset"],
+      ["/api/messages/poll", "limit"],
+    ] as const) {
+      const schema = param(path, name).schema as Json;
+      expect([name, schema.type, schema.anyOf]).toEqual([name, "integer", undefined]);
+    }
+    const since = String(param("/api/messages/poll", "since").description);
+    for (const word of ["Exclusive", "ISO 8601", "UTC", "Omitted"]) expect(since).toContain(word);
+    expect(String(param("/api/messages/poll", "phone").description)).toContain("E.164");
+  });
+
+  test("every error answer is the envelope, its code one of the error codes", () => {
+    const schemas = (doc.components as Json).schemas as Json;
+    // Every code of src/errors.ts (the edge may add its own, such as 431's).
+    expect((schemas.ErrorCode as Json).enum).toEqual(expect.arrayContaining([
+      "BAD_REQUEST", "UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "METHOD_NOT_SUPPORTED", "CONFLICT", "PAYLOAD_TOO_LARGE",
+      "UNSUPPORTED_MEDIA_TYPE", "TOO_MANY_REQUESTS", "INTERNAL_SERVER_ERROR", "BAD_GATEWAY", "SERVICE_UNAVAILABLE", "GATEWAY_TIMEOUT",
+    ]));
+    for (const [path, method] of keyed) {
+      const responses = op(path, method).responses as Json;
+      for (const status of ["401", "405", "429", "500"]) expect([path, status, status in responses]).toEqual([path, status, true]);
+      for (const [status, response] of Object.entries(responses)) {
+        if (status === "200") continue;
+        const schema = ((resolve(response as Json).content as Json)["application/json"] as Json).schema as Json;
+        expect(String(schema.$ref)).toMatch(/^#\/components\/schemas\/(Error|GatewayTimeoutError)$/);
+      }
+    }
+    for (const path of ["/api/send", "/api/generate"]) {
+      const responses = op(path, "post").responses as Json;
+      for (const status of ["409", "413", "415", "502", "504"]) expect([path, status, status in responses]).toEqual([path, status, true]);
+      const timeout = (((responses["504"] as Json).content as Json)["application/json"] as Json).schema as Json;
+      const error = ((resolve(timeout).properties as Json).error as Json);
+      expect(error.required).toContain("message_id");
+    }
+    expect("503" in (op("/api/generate", "post").responses as Json)).toBe(true);
+  });
+
+  test("response headers are documented on the responses that carry them", () => {
+    const headersOf = (path: string, method: string, status: string) =>
+      Object.keys((resolve((op(path, method).responses as Json)[status] as Json).headers ?? {}) as Json);
+    for (const [path, method] of keyed) {
+      for (const status of Object.keys(op(path, method).responses as Json)) expect(headersOf(path, method, status)).toContain("X-Request-Id");
+      for (const status of ["200", "400", "429"]) expect(headersOf(path, method, status)).toEqual(expect.arrayContaining(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]));
+      expect(headersOf(path, method, "429")).toContain("Retry-After");
+      expect(headersOf(path, method, "401")).toContain("WWW-Authenticate");
+      expect(headersOf(path, method, "405")).toContain("Allow");
+    }
+    for (const path of ["/api/send", "/api/generate"]) expect(headersOf(path, "post", "200")).toContain("Idempotent-Replayed");
+    const headers = (doc.components as Json).headers as Json;
+    expect((headers["Retry-After"] as Json).required).toBe(true);
+  });
+
+  test("documents /health (GET and HEAD) without a key: 200 ok, 503 unavailable", () => {
+    for (const method of ["get", "head"]) {
+      const health = op("/health", method);
+      expect(health.security).toEqual([]);
+      expect(Object.keys(health.responses as Json)).toEqual(expect.arrayContaining(["200", "503"]));
+    }
+    const example = (status: string) => (((((op("/health", "get").responses as Json)[status] as Json).content as Json)["application/json"] as Json).example);
+    expect(example("200")).toEqual({ status: "ok" });
+    expect(example("503")).toEqual({ status: "unavailable", reason: "database" });
+  });
 
   test("the document is public, the routes it describes are not", async () => {
     expect((await server.fetch("/api/messages/poll", {}, null)).status).toBe(401);

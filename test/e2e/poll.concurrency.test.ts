@@ -1,9 +1,12 @@
-// The cursor guarantee under load (CONTRACT §3 GET /api/messages/poll): a client that
+// The cursor guarantee under load (docs/api.md GET /api/messages/poll): a client that
 // passes the last timestamp it got as the next `since` sees every inbound message
 // exactly once, however many writers are storing messages meanwhile.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { expectStrictlyIncreasing, inbound, newPhone, poll } from "./api";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const WRITERS = 20;
 const PER_WRITER = 25;

@@ -1,12 +1,16 @@
 // GET /api/messages/poll: only inbound messages, oldest first, after an exclusive
-// `since`, optionally for one phone, with limit and has_more (SPEC §4.3, CONTRACT §3).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, expectBadField, expectRecord, inbound, newPhone, poll, send, type PollResult, type SendResult } from "./api";
+// `since`, optionally for one phone, with limit and has_more (docs/api.md).
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { call, expectBadField, expectRecord, inbound, micros, newPhone, poll, send, type PollResult, type SendResult } from "./api";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 /** The same instant written with a UTC offset of `minutes`, e.g. +05:45. */
 function withOffset(iso: string, minutes: number): string {
-  const local = new Date(Date.parse(iso) + minutes * 60_000).toISOString().slice(0, -1);
+  // The microsecond digits are kept: an exclusive since must name the exact instant.
+  const local = new Date(Date.parse(iso) + minutes * 60_000).toISOString().slice(0, -1) + iso.slice(23, 26);
   const abs = Math.abs(minutes);
   const pad = (n: number) => String(n).padStart(2, "0");
   return `${local}${minutes < 0 ? "-" : "+"}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
@@ -80,9 +84,16 @@ describe("a seeded mix of inbound and outbound messages", () => {
     }
   });
 
+  test("a millisecond since from an older client is read as that instant", async () => {
+    const since = ins[2]!.timestamp.slice(0, 23) + "Z";
+    const expected = ins.filter((s) => micros(s.timestamp) > micros(since));
+    expect(expected.length).toBeGreaterThanOrEqual(ins.length - 3);
+    expect(ids(await poll(server, { since }))).toEqual(idsOf(expected));
+  });
+
   test("since with whole seconds only is accepted", async () => {
-    const since = ins[2]!.timestamp.replace(/\.\d{3}Z$/, "Z");
-    const expected = ins.filter((s) => Date.parse(s.timestamp) > Date.parse(since));
+    const since = ins[2]!.timestamp.replace(/\.\d{6}Z$/, "Z");
+    const expected = ins.filter((s) => micros(s.timestamp) > micros(since));
     expect(ids(await poll(server, { since }))).toEqual(idsOf(expected));
   });
 

@@ -1,8 +1,11 @@
 // Messages survive a graceful stop and a restart on the same database file; SIGTERM and
-// SIGINT finish in-flight requests and exit 0 (CONTRACT §1, §2).
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+// SIGINT finish in-flight requests and exit 0 (docs/operations.md, docs/api.md).
+import { afterAll, afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, expectStrictlyIncreasing, history, inbound, newPhone, poll, send, type SendResult } from "./api";
 import { newApiKey, startServer, tempDb, type Server, type TempDb } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const servers: Server[] = [];
 const dbs: TempDb[] = [];

@@ -1,8 +1,11 @@
 // POST /api/send accepts well-formed messages, stores them exactly, and answers with
-// the stored record's id and timestamp (SPEC §4.1, CONTRACT §2, §3).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+// the stored record's id and timestamp (docs/api.md).
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, expectRecord, expectSendResult, expectStrictlyIncreasing, history, inbound, newPhone, send, URL_SAFE, type SendResult } from "./api";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 beforeAll(async () => {

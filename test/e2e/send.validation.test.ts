@@ -1,9 +1,12 @@
 // POST /api/send refuses malformed phones and messages with 400 naming the field, and
-// stores nothing for them (SPEC §4.1, CONTRACT §3 POST /api/send).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+// stores nothing for them (docs/api.md POST /api/send).
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { isPossiblePhoneNumber } from "libphonenumber-js";
 import { call, expectBadField, history, inbound, newPhone, send } from "./api";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 let short: Server; // MAX_MESSAGE_LENGTH=10

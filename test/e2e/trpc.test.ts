@@ -1,10 +1,13 @@
-// One router, two faces (CONTRACT §3 "tRPC, OpenAPI, docs"): the typed tRPC client at
+// One router, two faces (docs/api.md "tRPC, OpenAPI, docs"): the typed tRPC client at
 // /trpc reaches the same procedures, data, validation and auth as the REST routes.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { TRPCClientError } from "@trpc/client";
-import { createClient } from "../../src/client";
-import { expectRecord, expectSendResult, history, inbound, newPhone, poll, send } from "./api";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import { createClient, type AppRouter } from "../../src/client";
+import { call, expectRecord, expectSendResult, history, inbound, newPhone, poll, send } from "./api";
 import { newApiKey, startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 let client: ReturnType<typeof createClient>;
@@ -129,5 +132,64 @@ describe("the same rate limit", () => {
     } finally {
       limited.kill();
     }
+  });
+});
+
+describe("a batch takes one rate-limit token per call (RATE_LIMIT_BURST=3)", () => {
+  let limited: Server;
+  const checker = newApiKey();
+  beforeAll(async () => {
+    const key = newApiKey();
+    limited = await startServer({ apiKey: key, env: { API_KEYS: `${key},${checker}`, RATE_LIMIT_PER_MINUTE: "1", RATE_LIMIT_BURST: "3" } });
+  }, 60_000);
+  afterAll(() => limited?.kill());
+
+  /** The real tRPC batch client; it keeps the last response's headers. */
+  function batchClient() {
+    const seen: { status?: number; headers?: Headers } = {};
+    const client = createTRPCClient<AppRouter>({
+      links: [
+        httpBatchLink({
+          url: `${limited.url}/trpc`,
+          headers: { Authorization: `Bearer ${limited.apiKey}` },
+          fetch: async (url, init) => {
+            const res = await fetch(url, init as RequestInit);
+            seen.status = res.status;
+            seen.headers = res.headers;
+            return res;
+          },
+        }),
+      ],
+    });
+    return { client, seen };
+  }
+
+  // One phone for every send, so one history call (of the checker's own 3) counts them.
+  const phone = newPhone();
+  const stored = async () => (await call<{ total: number }>(limited, "GET", `/api/messages/${encodeURIComponent(phone)}`, { key: checker })).body.total;
+
+  test("a batch of 5 sends is 429 as a whole: nothing stored, Retry-After and RateLimit headers; a batch of 3 then passes, the next call is refused", async () => {
+    const { client, seen } = batchClient();
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => client.messages.send.mutate({ phone, message: "batched" })));
+    expect(seen.status).toBe(429);
+    for (const r of results) {
+      expect(r.status).toBe("rejected");
+      expect(((r as PromiseRejectedResult).reason as { data?: { code?: string } }).data?.code).toBe("TOO_MANY_REQUESTS");
+    }
+    expect(Number(seen.headers?.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(seen.headers?.get("ratelimit-limit")).toBe("3");
+    expect(seen.headers?.get("ratelimit-remaining")).toBe("3");
+    expect(seen.headers?.get("ratelimit-reset") ?? "").toMatch(/^\d+$/);
+    expect(await stored()).toBe(0);
+
+    // The refused batch took nothing: exactly the burst fits.
+    const sent = await Promise.all(Array.from({ length: 3 }, () => client.messages.send.mutate({ phone, message: "batched" })));
+    expect(seen.status).toBe(200);
+    expect(sent.every((r) => r.success)).toBe(true);
+    expect(seen.headers?.get("ratelimit-remaining")).toBe("0");
+    expect(await stored()).toBe(3);
+    const e = await failure(client.messages.send.mutate({ phone, message: "one more" }));
+    expect(e).toMatchObject({ code: "TOO_MANY_REQUESTS" });
+    expect(await stored()).toBe(3);
   });
 });

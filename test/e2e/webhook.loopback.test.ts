@@ -1,8 +1,11 @@
 // POST /webhooks/loopback stores inbound messages; the network's own `id` makes a
-// redelivery store nothing new (CONTRACT §3 "Inbound messages", §8).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, expectBadField, expectRecord, expectSendResult, history, inbound, newPhone, poll, type SendResult } from "./api";
+// redelivery store nothing new (docs/api.md "Inbound messages", docs/networks.md).
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { call, expectBadField, expectError, expectRecord, expectSendResult, history, inbound, newPhone, poll, type SendResult } from "./api";
 import { startServer, type Server } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 let server: Server;
 beforeAll(async () => {
@@ -73,4 +76,42 @@ describe("an inbound message", () => {
       expect((await history(server, phone)).total).toBe(0);
     });
   }
+});
+
+describe("on another network (NETWORK=twilio) the loopback webhook does not exist", () => {
+  let twilio: Server;
+  beforeAll(async () => {
+    // Nothing is sent here: the Twilio settings only have to be well-formed.
+    twilio = await startServer({
+      env: {
+        NETWORK: "twilio",
+        TWILIO_API_URL: "http://127.0.0.1:9",
+        TWILIO_ACCOUNT_SID: "AC" + "0".repeat(32),
+        TWILIO_AUTH_TOKEN: "token",
+        TWILIO_FROM: "+14155550100",
+        PUBLIC_URL: "https://textwire.example.com",
+      },
+    });
+  }, 60_000);
+  afterAll(() => twilio?.kill());
+
+  test("POST /webhooks/loopback with a valid key: 404, nothing stored", async () => {
+    const phone = newPhone();
+    expectError(await call(twilio, "POST", "/webhooks/loopback", { body: { phone, message: "forged" } }), 404, "NOT_FOUND", [twilio.apiKey]);
+    expect((await history(twilio, phone)).total).toBe(0);
+  });
+
+  test("nor through tRPC (webhooks.loopback): NOT_FOUND, nothing stored", async () => {
+    const phone = newPhone();
+    const reply = await call<{ error?: { data?: { code?: string } } }>(twilio, "POST", "/trpc/webhooks.loopback", { body: { phone, message: "forged" } });
+    expect(reply.status).toBe(404);
+    expect(reply.body.error?.data?.code).toBe("NOT_FOUND");
+    expect((await history(twilio, phone)).total).toBe(0);
+  });
+
+  test("nor in the OpenAPI document; the network's own webhook is", async () => {
+    const doc = (await call<{ paths: Record<string, unknown> }>(twilio, "GET", "/openapi.json", { key: null })).body;
+    expect(Object.keys(doc.paths)).not.toContain("/webhooks/loopback");
+    expect(Object.keys(doc.paths)).toContain("/webhooks/twilio");
+  });
 });

@@ -1,15 +1,18 @@
 /**
  * The automation worker when its process dies or is stopped in the middle of a run
- * (CONTRACT §7: "reply sends at most once per workflow and inbound message, across
+ * (docs/workflows.md: "reply sends at most once per workflow and inbound message, across
  * retries, crashes and restarts ... every inbound message gets exactly one reply";
  * "every run is recorded"; README: "Shutdown waits for running runs (at most 10 s)").
  */
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { history, inbound, newPhone, type MessageRecord } from "./api";
 import { lines, startServer, tempDb, type Server, type TempDb, waitFor } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const servers: Server[] = [];
 const dbs: TempDb[] = [];

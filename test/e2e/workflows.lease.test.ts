@@ -1,6 +1,6 @@
 /**
  * No two runs of one workflow overlap, in one process (croner's `protect`) or in several
- * processes sharing the database (the lease) — CONTRACT §7, README "No overlapping runs".
+ * processes sharing the database (the lease) — docs/workflows.md, README "No overlapping runs".
  *
  * Two servers on one database file load the same slow workflow (a run takes ~1.5 s, the
  * schedule fires every second in both). Each run writes its start and end, with the
@@ -8,10 +8,13 @@
  * checked the same way.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { lines, spawnServer, startServer, tempDb, type Server, type Spawned, waitFor } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const db = tempDb();
 const servers: Server[] = [];

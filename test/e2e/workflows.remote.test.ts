@@ -1,12 +1,21 @@
 // A worker apart from the API (`bun run start worker` with TEXTWIRE_URL): it polls, reads
 // history, generates and replies through the server's API; its bookkeeping stays local.
 import { Database } from "bun:sqlite";
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createApp } from "../../src/app";
+import { createClient } from "../../src/client";
+import { loadConfig } from "../../src/config";
+import { openDb } from "../../src/db/client";
+import { createLogger } from "../../src/log";
+import { createLocalBackend, createRemoteBackend, type MessagingBackend } from "../../src/workflows/backend";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { history, inbound, newPhone } from "./api";
 import { spawnServer, startServer, tempDb, waitFor, type Server, type Spawned } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const model = startFakeOpenAI({ kind: "text", text: "Answered from afar" });
 const cleanup: (() => unknown)[] = [];
@@ -81,6 +90,68 @@ test(
     } finally {
       db.close();
     }
+  },
+  60_000,
+);
+
+/**
+ * One run of sends as a workflow makes them: a keyed send and its replay, a reply to an
+ * inbound message and a second reply to the same message (already answered), a send
+ * without a key, and a key reused for another text. Ids are compared within the run.
+ */
+async function sendScenario(backend: MessagingBackend, phone: string) {
+  const first = await backend.send({ phone, message: "Your order shipped" }, { key: "workflow:parity:send:order-1", anyText: false });
+  const replay = await backend.send({ phone, message: "Your order shipped" }, { key: "workflow:parity:send:order-1", anyText: false });
+  const reply = await backend.send({ phone, message: "Thanks for writing!" }, { key: "workflow:parity:reply:inbound-1", anyText: true });
+  const answered = await backend.send({ phone, message: "A different reply to the same message" }, { key: "workflow:parity:reply:inbound-1", anyText: true });
+  const plain = await backend.send({ phone, message: "No key at all" });
+  const reused = await backend.send({ phone, message: "Another text, same key" }, { key: "workflow:parity:send:order-1", anyText: false }).then(
+    () => "sent",
+    () => "refused",
+  );
+  const shape = (r: { record: { id: string; timestamp: string; status: string }; replayed: boolean }, of?: typeof r) => ({
+    replayed: r.replayed,
+    status: r.record.status,
+    id: of ? (r.record.id === of.record.id ? "same as first" : "another") : typeof r.record.id,
+    timestamp: of ? (r.record.timestamp === of.record.timestamp ? "same as first" : "another") : typeof r.record.timestamp,
+  });
+  return {
+    first: shape(first),
+    replay: shape(replay, first),
+    reply: shape(reply, first),
+    answered: shape(answered, reply),
+    plain: shape(plain, first),
+    reused,
+  };
+}
+
+test(
+  "a workflow's send returns the same through a remote server as locally: replayed flag, status, id",
+  async () => {
+    const api: Server = await startServer({ mode: "api" });
+    cleanup.push(() => api.kill());
+    const local = tempDb();
+    cleanup.push(() => local.cleanup());
+    const db = openDb(local.path);
+    cleanup.push(() => db.$client.close());
+    const app = createApp(loadConfig({ DATABASE_URL: local.path, NETWORK: "loopback" }), db, createLogger("error"));
+
+    const locally = await sendScenario(createLocalBackend(app), newPhone());
+    const phone = newPhone();
+    const remotely = await sendScenario(createRemoteBackend(createClient({ url: api.url, apiKey: api.apiKey })), phone);
+
+    expect(remotely).toEqual(locally);
+    expect(locally).toEqual({
+      first: { replayed: false, status: "delivered", id: "string", timestamp: "string" },
+      replay: { replayed: true, status: "delivered", id: "same as first", timestamp: "same as first" },
+      reply: { replayed: false, status: "delivered", id: "another", timestamp: "another" },
+      answered: { replayed: true, status: "delivered", id: "same as first", timestamp: "same as first" },
+      plain: { replayed: false, status: "delivered", id: "another", timestamp: "another" },
+      reused: "refused",
+    });
+    // On the server, each text went out once: the replays sent nothing.
+    const sent = (await history(api, phone)).messages.map((m) => m.message).sort();
+    expect(sent).toEqual(["No key at all", "Thanks for writing!", "Your order shipped"]);
   },
   60_000,
 );

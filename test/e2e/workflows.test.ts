@@ -1,5 +1,5 @@
 /**
- * The automation worker end to end (CONTRACT §7, README "Workflows: the automation worker"):
+ * The automation worker end to end (docs/workflows.md, README "Workflows: the automation worker"):
  * real servers (`bun run start`) and the real CLI (`bun run textwire workflows ...`) on
  * temporary databases, with workflow files written into a temporary WORKFLOWS_DIR and the
  * generator played by a fake OpenAI-compatible server on 127.0.0.1.
@@ -8,13 +8,16 @@
  * database in workflows.lease.test.ts.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Cron } from "croner";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startFakeOpenAI, type ChatRequest } from "../support/fake-openai";
-import { history, inbound, newPhone, type MessageRecord } from "./api";
+import { history, inbound, micros, newPhone, type MessageRecord } from "./api";
 import { ROOT, lines, runCli, startServer, tempDb, type Server, type TempDb, waitFor } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
 
 const WORKFLOW_MODULE = resolve(ROOT, "src", "workflow.ts");
 const SHIPPED_WORKFLOWS = resolve(ROOT, "workflows");
@@ -164,7 +167,7 @@ export default defineWorkflow({
           const replies = outs.filter((o) => o.message === `model reply to: ${i.message}`);
           expect(replies).toHaveLength(1);
           expect(replies[0]!.status).toBe("delivered");
-          expect(Date.parse(replies[0]!.timestamp)).toBeGreaterThan(Date.parse(i.timestamp));
+          expect(micros(replies[0]!.timestamp)).toBeGreaterThan(micros(i.timestamp));
         }
       }
       for (const { message } of sent) {

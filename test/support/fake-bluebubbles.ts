@@ -1,16 +1,33 @@
 /**
- * A stand-in for a BlueBubbles server's REST API on 127.0.0.1, speaking its formats:
+ * A stand-in for a BlueBubbles server (github.com/BlueBubblesApp/bluebubbles-server, read
+ * at v1.9.9) on 127.0.0.1, behaving as its source does. Each behaviour names the file it
+ * mirrors, under packages/server/src/server/:
  *
- * - `POST /api/v1/message/text?password=…` JSON `{ chatGuid, tempGuid, message, method }`
- *   → `{ status: 200, message: "Message sent!", data: <message> }`.
- * - `POST /api/v1/message/query?password=…` JSON `{ after, before, limit, offset, sort, with }`
- *   → `{ status: 200, message: "Success", data: [messages], metadata: { … } }`, over the
- *   messages the fake's "Mac" holds (`after`/`before` inclusive, in ms, as BlueBubbles does).
- * - A wrong password: 401 `{ status: 401, message: "Unauthorized", error: { … } }`.
+ * - `POST /api/v1/message/text?password=…` `{ chatGuid, tempGuid, message, method }`:
+ *   validated as api/http/api/v1/validators/messageValidator.ts validateText does (chatGuid
+ *   required; apple-script needs a tempGuid and a message; a tempGuid already being sent is
+ *   refused); a chat guid the Mac does not have fails as api/apple/actions.ts sendMessage
+ *   fails, answered as api/http/api/v1/routers/messageRouter.ts sendText answers (500
+ *   "Message Send Error", error type "iMessage Error"). A send may take as long as the test
+ *   says; past the server's own 2-minute wait it answers as messagePromise.ts's timeout does.
+ * - `POST /api/v1/chat/new` `{ addresses, message, service, method, tempGuid }`:
+ *   api/interfaces/chatInterface.ts createWithAppleScript (macOS 11+): sends to
+ *   `<service>;-;<address>`, the chat appears, answered with the chat and its message.
+ * - `POST /api/v1/handle/query` `{ address, with: ["chats"] }`: routers/handleRouter.ts +
+ *   api/interfaces/handleInterface.ts (handles whose id ends with the address, each with
+ *   every chat it takes part in).
+ * - `POST /api/v1/message/query` `{ chatGuid, after, before, limit, offset, sort, with }`:
+ *   routers/messageRouter.ts query (`after`/`before` inclusive ms bounds; an unknown
+ *   chatGuid ends without a body: 404).
+ * - `GET /api/v1/message/:guid`: routers/messageRouter.ts find (404 "Message does not exist!").
+ * - Error shapes: api/http/api/v1/responses/errors.ts; a wrong password is 401
+ *   (middleware/authMiddleware.ts).
+ * - Webhooks: a sent message is announced twice as `new-message`, once when it appears in
+ *   chat.db (index.ts handleNewMessage, no tempGuid) and once when it matches the waiting
+ *   send (index.ts emitMessageMatch, with the tempGuid); services/webhookService posts
+ *   `{ type, data }` to each webhook URL.
  *
- * It records every request (method, path, query, headers, parsed body) and answers as the
- * test tells it. A message has `guid`, `text`, `isFromMe`, `handle: { address }`,
- * `dateCreated` (ms), `dateDelivered`, `error`, `tempGuid`.
+ * It records every request (method, path, query, headers, parsed body).
  */
 import { randomUUID } from "node:crypto";
 
@@ -20,6 +37,18 @@ export interface BbHandle {
   service: string;
   country: string | null;
   uncanonicalizedId: string | null;
+}
+
+/** api/serializers/ChatSerializer.ts: style 43 is a group chat, 45 a one-to-one chat. */
+export interface BbChat {
+  originalROWID: number;
+  guid: string;
+  style: number;
+  chatIdentifier: string;
+  isArchived: boolean;
+  displayName: string | null;
+  /** The addresses in the chat (the fake's own record; serialized as handles when asked). */
+  participants: string[];
 }
 
 export interface BbMessage {
@@ -43,7 +72,7 @@ export interface BbMessage {
   expressiveSendStyleId: string | null;
   threadOriginatorGuid: string | null;
   hasPayloadData: boolean;
-  chats?: { guid: string; chatIdentifier: string; style: number }[];
+  chats?: { guid: string; chatIdentifier: string; style: number; participants?: unknown[] }[];
   tempGuid?: string | null;
 }
 
@@ -60,7 +89,7 @@ export interface RecordedRequest {
 
 let rowid = 1000;
 
-/** A message as a BlueBubbles server serializes it. */
+/** A message as a BlueBubbles server serializes it (api/serializers/MessageSerializer.ts). */
 export function bbMessage(p: {
   address: string;
   text: string | null;
@@ -71,15 +100,23 @@ export function bbMessage(p: {
   dateRead?: number | null;
   error?: number;
   tempGuid?: string | null;
+  /** The chat it belongs to; default the one-to-one iMessage chat with `address`. */
+  chatGuid?: string;
+  /** databases/transformers/MessageTypeTransformer.ts: "love", "like", "-love", … for tapbacks. */
+  associatedMessageType?: string | null;
+  associatedMessageGuid?: string | null;
+  attachments?: unknown[];
 }): BbMessage {
   rowid++;
+  const chatGuid = p.chatGuid ?? `iMessage;-;${p.address}`;
+  const group = chatGuid.includes(";+;");
   const message: BbMessage = {
     originalROWID: rowid,
     guid: p.guid ?? randomUUID().toUpperCase(),
     text: p.text,
     handle: { originalROWID: 7, address: p.address, service: "iMessage", country: "us", uncanonicalizedId: null },
     handleId: 7,
-    attachments: [],
+    attachments: p.attachments ?? [],
     subject: null,
     error: p.error ?? 0,
     dateCreated: p.dateCreated ?? Date.now(),
@@ -89,23 +126,31 @@ export function bbMessage(p: {
     isDelivered: p.dateDelivered != null,
     isArchived: false,
     itemType: 0,
-    associatedMessageGuid: null,
-    associatedMessageType: null,
+    associatedMessageGuid: p.associatedMessageGuid ?? null,
+    associatedMessageType: p.associatedMessageType ?? null,
     expressiveSendStyleId: null,
     threadOriginatorGuid: null,
     hasPayloadData: false,
-    chats: [{ guid: `iMessage;-;${p.address}`, chatIdentifier: p.address, style: 45 }],
+    chats: [{ guid: chatGuid, chatIdentifier: group ? chatGuid.split(";+;")[1]! : p.address, style: group ? 43 : 45 }],
   };
   if (p.tempGuid !== undefined) message.tempGuid = p.tempGuid;
   return message;
 }
 
-/** What the fake answers to one message/text request. */
+/** An attachment as api/serializers/AttachmentSerializer.ts lists it on a message. */
+export function bbAttachment(name = "IMG_0001.heic"): Record<string, unknown> {
+  return { originalROWID: ++rowid, guid: randomUUID().toUpperCase(), transferName: name, mimeType: "image/heic", totalBytes: 123456 };
+}
+
+/** What the fake answers to one send (message/text or chat/new). */
 export type SendReply =
-  /** 200 "Message sent!" with a new from-me message (added to the Mac's messages unless `store` is false). */
-  | { kind: "sent"; guid?: string; store?: boolean }
-  /** BlueBubbles' error envelope with this status. */
-  | { kind: "error"; httpStatus: number; message: string; errorType?: string };
+  /**
+   * The send goes through: after `delayMs` the message appears on the Mac (webhooks sent)
+   * and the answer is 200 with it, as messageRouter.ts sendText answers.
+   */
+  | { kind: "sent"; guid?: string; store?: boolean; delayMs?: number }
+  /** An error envelope of responses/errors.ts with this status. */
+  | { kind: "error"; httpStatus: number; message: string; errorType?: string; error?: string };
 
 export type QueryReply = { kind: "messages" } | { kind: "error"; httpStatus: number; message: string };
 
@@ -116,12 +161,23 @@ export interface FakeBlueBubbles {
   password: string;
   /** Every request received, in order. */
   requests: RecordedRequest[];
+  /** message/text and chat/new requests: every send attempt. */
   readonly sends: RecordedRequest[];
   readonly queries: RecordedRequest[];
   /** The Mac's messages (chat.db): what message/query searches. Tests may push to it. */
   messages: BbMessage[];
-  /** The messages the fake answered message/text with, in order. */
+  /** The Mac's chats by guid. */
+  chats: Map<string, BbChat>;
+  /** The messages the Mac actually sent, in order. */
   sent: BbMessage[];
+  /** Webhook URLs the server posts events to (webhookService). */
+  webhooks: string[];
+  /** Adds a one-to-one chat with `address` (as one that exists on the Mac already). */
+  addChat(address: string, service?: string): BbChat;
+  /** Adds a group chat with these addresses. */
+  addGroup(addresses: string[]): BbChat;
+  /** Posts `{ type, data }` to every webhook URL; resolves when all answered. */
+  emit(type: string, data: unknown): Promise<void>;
   replyToSend(r: SendReply | ((req: RecordedRequest) => SendReply | Promise<SendReply>)): void;
   replyToQuery(r: QueryReply): void;
   /** Waits (bounded) until the predicate holds over the recorded requests. */
@@ -129,17 +185,81 @@ export interface FakeBlueBubbles {
   stop(): Promise<void>;
 }
 
-function bbError(httpStatus: number, message: string, type = "Server Error"): Response {
-  return Response.json({ status: httpStatus, message, error: { type, message } }, { status: httpStatus });
+/** responses/errors.ts: `{ status, message, error: { type, message } }`. */
+function bbError(httpStatus: number, message: string, type = "Server Error", error = message): Response {
+  return Response.json({ status: httpStatus, message, error: { type, message: error } }, { status: httpStatus });
 }
+
+/** responses/errors.ts BadRequest, as validators/index.ts ValidateInput and messageValidator.ts throw it. */
+function badRequest(error: string): Response {
+  return bbError(400, "You've made a bad request! Please check your request params & body", "Validation Error", error);
+}
+
+/** messagePromise.ts: the server gives up waiting for a sent message after 2 minutes. */
+const SERVER_SEND_WAIT_MS = 2 * 60_000;
 
 export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlueBubbles {
   const password = opts.password ?? `bb-${randomUUID()}`;
   const requests: RecordedRequest[] = [];
   const messages: BbMessage[] = [];
+  const chats = new Map<string, BbChat>();
   const sent: BbMessage[] = [];
+  const webhooks: string[] = [];
+  /** httpService.sendCache: tempGuids being sent. */
+  const sendCache = new Set<string>();
   let sendReply: SendReply | ((req: RecordedRequest) => SendReply | Promise<SendReply>) = { kind: "sent" };
   let queryReply: QueryReply = { kind: "messages" };
+
+  function addChat(address: string, service = "iMessage"): BbChat {
+    const guid = `${service};-;${address}`;
+    const chat = chats.get(guid) ?? { originalROWID: ++rowid, guid, style: 45, chatIdentifier: address, isArchived: false, displayName: null, participants: [address] };
+    chats.set(guid, chat);
+    return chat;
+  }
+  function addGroup(addresses: string[]): BbChat {
+    const id = `chat${Math.floor(Math.random() * 1e15)}`;
+    const chat = { originalROWID: ++rowid, guid: `iMessage;+;${id}`, style: 43, chatIdentifier: id, isArchived: false, displayName: null, participants: addresses };
+    chats.set(chat.guid, chat);
+    return chat;
+  }
+  const chatJson = (c: BbChat, withParticipants = false) => ({
+    originalROWID: c.originalROWID,
+    guid: c.guid,
+    style: c.style,
+    chatIdentifier: c.chatIdentifier,
+    isArchived: c.isArchived,
+    displayName: c.displayName,
+    ...(withParticipants ? { participants: c.participants.map((a) => ({ address: a, service: c.guid.split(";")[0] })) } : {}),
+  });
+
+  async function emit(type: string, data: unknown): Promise<void> {
+    await Promise.all(
+      webhooks.map((url) =>
+        fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ type, data }) }).then(
+          (r) => r.text(),
+          () => undefined,
+        ),
+      ),
+    );
+  }
+
+  /**
+   * The Mac sends `text` in `chat` (after the test's delay): the message appears in chat.db,
+   * index.ts handleNewMessage announces it (no tempGuid), then emitMessageMatch announces it
+   * with the tempGuid of the waiting send.
+   */
+  async function macSends(chat: BbChat, text: string, tempGuid: string, reply: Extract<SendReply, { kind: "sent" }>): Promise<BbMessage | null> {
+    const delay = reply.delayMs ?? 0;
+    if (delay > 0) await Bun.sleep(Math.min(delay, SERVER_SEND_WAIT_MS));
+    if (delay >= SERVER_SEND_WAIT_MS) return null;
+    const address = chat.participants[0]!;
+    const message = bbMessage({ address, text, isFromMe: true, chatGuid: chat.guid, ...(reply.guid ? { guid: reply.guid } : {}) });
+    sent.push(message);
+    if (reply.store !== false) messages.push(message);
+    await emit("new-message", message);
+    await emit("new-message", { ...message, tempGuid });
+    return message;
+  }
 
   const server = Bun.serve({
     port: 0,
@@ -159,74 +279,155 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
       const recorded: RecordedRequest = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), headers, body, rawBody };
       requests.push(recorded);
 
-      const given = url.searchParams.get("password") ?? url.searchParams.get("guid") ?? url.searchParams.get("token");
+      // middleware/authMiddleware.ts: the password in ?guid, ?password or ?token.
+      const given = url.searchParams.get("guid") ?? url.searchParams.get("password") ?? url.searchParams.get("token");
       if (given !== password) {
         return Response.json(
-          { status: 401, message: "Unauthorized", error: { type: "Authentication Error", message: "You are not authorized to access this resource" } },
+          { status: 401, message: "You are not authorized to access this resource", error: { type: "Authentication Error", message: "Unauthorized" } },
           { status: 401 },
         );
       }
 
       if (req.method === "POST" && url.pathname === "/api/v1/message/text") {
-        if (!body || typeof body !== "object") return bbError(400, "Invalid JSON body", "Validation Error");
-        if (typeof body.chatGuid !== "string" || !body.chatGuid) return bbError(400, "No chat GUID provided", "Validation Error");
-        if (typeof body.message !== "string") return bbError(400, "No message provided", "Validation Error");
+        // validators/messageValidator.ts validateText.
+        if (!body || typeof body !== "object") return badRequest("The chatGuid field is required.");
+        if (typeof body.chatGuid !== "string" || !body.chatGuid) return badRequest("The chatGuid field is required.");
+        const method = body.method ?? "apple-script";
+        if (method !== "apple-script" && method !== "private-api") return badRequest("The selected method is invalid.");
+        if (method === "apple-script" && (typeof body.tempGuid !== "string" || !body.tempGuid)) {
+          return badRequest("A 'tempGuid' is required when sending via AppleScript");
+        }
+        if (method === "apple-script" && (typeof body.message !== "string" || !body.message)) {
+          return badRequest("A 'message' is required when sending via AppleScript");
+        }
+        if (sendCache.has(body.tempGuid)) return badRequest(`Message is already queued to be sent! (Temp GUID: ${body.tempGuid})`);
         const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
-        if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType);
-        const address = String(body.chatGuid).split(";-;")[1] ?? "";
-        const message = bbMessage({
-          address,
-          text: body.message,
-          isFromMe: true,
-          tempGuid: typeof body.tempGuid === "string" ? body.tempGuid : null,
-          ...(reply.guid ? { guid: reply.guid } : {}),
+        if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
+        const chat = chats.get(body.chatGuid);
+        if (!chat) {
+          // api/apple/actions.ts sendMessage: `chat id "<guid>"` does not exist and the
+          // fallback script cannot send either (an `any` service is not a service type:
+          // scripts.ts buildServiceScript, the server's issue #777); messageRouter.ts sendText
+          // answers IMessageError with the script's error.
+          return bbError(500, "Message Send Error", "iMessage Error", `execution error: Messages got an error: Can’t get chat id "${body.chatGuid}". (-1728)`);
+        }
+        sendCache.add(body.tempGuid);
+        try {
+          const message = await macSends(chat, body.message, body.tempGuid, reply);
+          if (!message) {
+            // messagePromise.ts: "Message send timeout" rejects without a message.
+            return Response.json(
+              { status: 500, message: "Message Send Error", error: { type: "iMessage Error", message: "Failed to send message! See attached message error code." }, data: null },
+              { status: 500 },
+            );
+          }
+          // messageRouter.ts sendText injects the tempGuid into the answer.
+          return Response.json({ status: 200, message: "Message sent!", data: { ...message, tempGuid: body.tempGuid } });
+        } finally {
+          sendCache.delete(body.tempGuid);
+        }
+      }
+
+      if (req.method === "POST" && url.pathname === "/api/v1/chat/new") {
+        // validators/chatValidator.ts validateCreate, then chatInterface.ts create.
+        if (!body || !Array.isArray(body.addresses)) return badRequest("The addresses field is required.");
+        const service = body.service ?? "iMessage";
+        if (service !== "iMessage" && service !== "SMS") return badRequest("The selected service is invalid.");
+        const unhandled = (error: string) =>
+          // middleware/errorMiddleware.ts: an Error that is not an HTTPError.
+          Response.json({ status: 500, message: "An unhandled error has occurred!", error: { type: "Server Error", message: error } }, { status: 500 });
+        if (body.addresses.length === 0) return unhandled("No addresses provided!");
+        if (body.addresses.length > 1) return unhandled("Cannot create group chats on macOS Big Sur or newer!");
+        if (typeof body.message !== "string" || !body.message) return unhandled("A message is required when creating chats on macOS Big Sur or newer!");
+        const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
+        if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
+        const chat = addChat(String(body.addresses[0]), service);
+        const message = await macSends(chat, body.message, body.tempGuid ?? null, reply);
+        if (!message) return unhandled("Message send timeout");
+        return Response.json({
+          status: 200,
+          message: "Successfully created chat!",
+          data: { ...chatJson(chat, true), messages: [{ ...message, chats: undefined, ...(body.tempGuid ? { tempGuid: body.tempGuid } : {}) }] },
         });
-        sent.push(message);
-        if (reply.store !== false) messages.push(message);
-        return Response.json({ status: 200, message: "Message sent!", data: message });
+      }
+
+      if (req.method === "POST" && url.pathname === "/api/v1/handle/query") {
+        // handleInterface.ts get: repo getHandles matches `handle.id LIKE %<address without +>`.
+        const address = typeof body?.address === "string" ? body.address.replace("+", "") : "";
+        const withChats = Array.isArray(body?.with) && body.with.some((w: string) => w === "chat" || w === "chats");
+        const addresses = new Set([...chats.values()].flatMap((c) => c.participants).filter((a) => a.endsWith(address)));
+        const data = [...addresses].map((a, i) => ({
+          originalROWID: 7 + i,
+          address: a,
+          service: "iMessage",
+          uncanonicalizedId: null,
+          country: "us",
+          ...(withChats ? { chats: [...chats.values()].filter((c) => c.participants.includes(a)).map((c) => chatJson(c)) } : {}),
+        }));
+        return Response.json({ status: 200, message: "Success", data, metadata: { total: data.length, offset: 0, limit: 100, count: data.length } });
+      }
+
+      if (req.method === "GET" && url.pathname.startsWith("/api/v1/message/") && url.pathname.split("/").length === 5) {
+        const guid = decodeURIComponent(url.pathname.split("/")[4]!);
+        const found = messages.find((m) => m.guid === guid);
+        if (!found) return bbError(404, "The requested resource was not found", "Database Error", "Message does not exist!");
+        return Response.json({ status: 200, message: "Success", data: found });
       }
 
       if (req.method === "POST" && url.pathname === "/api/v1/message/query") {
         if (queryReply.kind === "error") return bbError(queryReply.httpStatus, queryReply.message);
-        const q = (body ?? {}) as { after?: number; before?: number; limit?: number; offset?: number; sort?: string; with?: string[] };
+        const q = (body ?? {}) as { chatGuid?: string; after?: number; before?: number; limit?: number; offset?: number; sort?: string; with?: string[] };
+        // messageRouter.ts query: for an unknown chatGuid it builds a Success but never sends
+        // it, so Koa answers its default 404.
+        if (q.chatGuid && !chats.has(q.chatGuid)) return new Response("Not Found", { status: 404 });
         const limit = Math.min(Number(q.limit ?? 100), 1000);
         const offset = Number(q.offset ?? 0);
-        // BlueBubbles: `after`/`before` are inclusive date bounds, ignored when falsy.
-        let found = messages.filter((m) => (!q.after || m.dateCreated >= Number(q.after)) && (!q.before || m.dateCreated <= Number(q.before)));
+        // `after`/`before` are inclusive date bounds, ignored when falsy.
+        let found = messages.filter(
+          (m) =>
+            (!q.after || m.dateCreated >= Number(q.after)) &&
+            (!q.before || m.dateCreated <= Number(q.before)) &&
+            (!q.chatGuid || (m.chats ?? []).some((c) => c.guid === q.chatGuid)),
+        );
         found = found.sort((a, b) => a.dateCreated - b.dateCreated || a.originalROWID - b.originalROWID);
         if ((q.sort ?? "DESC").toUpperCase() === "DESC") found.reverse();
         const page = found.slice(offset, offset + limit);
         const withChats = Array.isArray(q.with) && q.with.some((w) => w === "chat" || w === "chats");
         const data = page.map((m) => {
-          const { chats, ...rest } = m;
-          return withChats ? { ...rest, chats } : rest;
+          const { chats: c, tempGuid: _t, ...rest } = m;
+          return withChats ? { ...rest, chats: c } : rest;
         });
         return Response.json({
           status: 200,
-          message: "Success",
+          message: "Successfully fetched messages!",
           data,
           metadata: { offset, limit, total: found.length, count: data.length },
         });
       }
 
-      return bbError(404, `Route not found: ${req.method} ${url.pathname}`, "Not Found");
+      return bbError(404, "The requested resource was not found", "Database Error", `Route not found: ${req.method} ${url.pathname}`);
     },
   });
 
-  const isPath = (path: string) => (r: RecordedRequest) => r.method === "POST" && r.path === path;
+  const isPath = (...paths: string[]) => (r: RecordedRequest) => r.method === "POST" && paths.includes(r.path);
   return {
     url: `http://127.0.0.1:${server.port}`,
     port: server.port!,
     password,
     requests,
     get sends() {
-      return requests.filter(isPath("/api/v1/message/text"));
+      return requests.filter(isPath("/api/v1/message/text", "/api/v1/chat/new"));
     },
     get queries() {
       return requests.filter(isPath("/api/v1/message/query"));
     },
     messages,
+    chats,
     sent,
+    webhooks,
+    addChat,
+    addGroup,
+    emit,
     replyToSend(r) {
       sendReply = r;
     },

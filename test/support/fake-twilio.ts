@@ -193,10 +193,15 @@ export function startFakeTwilio(opts: { accountSid?: string; authToken?: string 
  * Twilio's webhook signature, from Twilio's documentation ("Validating signatures from
  * Twilio"): take the full URL Twilio requested, append each POST parameter's name and value
  * with the names sorted alphabetically, HMAC-SHA1 it with the auth token, base64 the digest.
+ * A repeated parameter (an array here) contributes each distinct value once, values sorted,
+ * as the official SDK's getExpectedTwilioSignature does (twilio/lib/webhooks/webhooks.js).
  */
-export function signTwilioRequest(authToken: string, url: string, params: Record<string, string>): string {
+export function signTwilioRequest(authToken: string, url: string, params: Record<string, string | string[]>): string {
   let data = url;
-  for (const name of Object.keys(params).sort()) data += name + params[name];
+  for (const name of Object.keys(params).sort()) {
+    const value = params[name]!;
+    for (const v of Array.isArray(value) ? [...new Set(value)].sort() : [value]) data += name + v;
+  }
   return createHmac("sha1", authToken).update(Buffer.from(data, "utf8")).digest("base64");
 }
 
@@ -261,7 +266,7 @@ export interface WebhookReply {
 export async function postTwilioWebhook(
   serverUrl: string,
   path: string,
-  params: Record<string, string>,
+  params: Record<string, string | string[]>,
   signature: string | null,
 ): Promise<WebhookReply> {
   const headers: Record<string, string> = {
@@ -270,6 +275,9 @@ export async function postTwilioWebhook(
     "I-Twilio-Idempotency-Token": randomBytes(16).toString("hex"),
   };
   if (signature !== null) headers["X-Twilio-Signature"] = signature;
-  const res = await fetch(serverUrl + path, { method: "POST", headers, body: new URLSearchParams(params).toString() });
+  // A repeated parameter goes as the same name once per value, as Twilio posts it.
+  const form = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) for (const v of Array.isArray(value) ? value : [value]) form.append(name, v);
+  const res = await fetch(serverUrl + path, { method: "POST", headers, body: form.toString() });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }

@@ -14,10 +14,28 @@ const DEFAULTS: Config = {
   MAX_MESSAGE_LENGTH: 10000,
   RATE_LIMIT_PER_MINUTE: 600,
   RATE_LIMIT_BURST: 60,
+  TRUSTED_PROXIES: [],
   WORKFLOWS_DIR: "./workflows",
   LOG_LEVEL: "info",
+  WORKFLOW_RUNS_RETENTION_DAYS: 30,
+  MAINTENANCE_INTERVAL_MS: 60000,
   TWILIO_API_URL: "https://api.twilio.com",
+  BLUEBUBBLES_SERVICE: "iMessage",
+  BLUEBUBBLES_SEND_TIMEOUT_MS: 120000,
+  BLUEBUBBLES_RECONCILE_AFTER_MS: 120000,
 };
+
+describe("TRUSTED_PROXIES", () => {
+  test("comma-separated IPv4 and IPv6 CIDRs and addresses", () => {
+    expect(loadConfig({ TRUSTED_PROXIES: " 10.0.0.0/8, fd00::/8,192.168.1.1 ,::1" }).TRUSTED_PROXIES).toEqual(["10.0.0.0/8", "fd00::/8", "192.168.1.1", "::1"]);
+  });
+
+  test.each(["10.0.0.0/33", "proxy.internal", "10.0.0.0/8;fd00::/129", "fd00::/200"])("%s stops the start with one line naming it", (value) => {
+    const { message } = configError({ TRUSTED_PROXIES: value });
+    expect(message).toStartWith("invalid environment variable TRUSTED_PROXIES: each entry must be an IPv4 or IPv6 address or CIDR");
+    expect(message).not.toContain("\n");
+  });
+});
 
 describe("network settings", () => {
   test("each network's settings are required with it, named one at a time", () => {
@@ -58,7 +76,7 @@ function configError(env: Record<string, string>): ConfigError {
   return err as ConfigError;
 }
 
-describe("defaults (CONTRACT §1)", () => {
+describe("defaults (docs/operations.md)", () => {
   test("an empty environment gives every default", () => {
     expect(loadConfig({})).toEqual(DEFAULTS);
   });
@@ -117,6 +135,9 @@ describe("a bad value is one line naming the variable", () => {
     ["LOG_LEVEL", "loud"],
     ["NETWORK", "carrier-pigeon"],
     ["OPENAI_BASE_URL", "not a url"],
+    ["WORKFLOW_RUNS_RETENTION_DAYS", "0"],
+    ["WORKFLOW_RUNS_RETENTION_DAYS", "a month"],
+    ["MAINTENANCE_INTERVAL_MS", "10"],
   ])("%s=%p", (name, value) => {
     const err = configError({ [name]: value });
     expect(err.message).toContain(name);
@@ -130,7 +151,7 @@ describe("a bad value is one line naming the variable", () => {
     expect(err.message).not.toContain("PORT");
   });
 
-  // A quoted .env value may hold a newline; CONTRACT §1 asks for one line.
+  // A quoted .env value may hold a newline; docs/operations.md asks for one line.
   test("a value with a newline still gives one line", () => {
     const err = configError({ PORT: "80\n80" });
     expect(err.message).toContain("PORT");

@@ -3,6 +3,9 @@ import { FakeChatModel, FakeListChatModel } from "@langchain/core/utils/testing"
 import { openDb } from "../../src/db/client";
 import { generations } from "../../src/db/schema";
 import { AppError } from "../../src/errors";
+import { ChatOpenAI } from "@langchain/openai";
+import { loadConfig } from "../../src/config";
+import { createConfiguredGenerator, generatorModel, loadChatModel } from "../../src/generator/configured";
 import { createGenerator, type Generator } from "../../src/generator/generator";
 import { countryLabel, isLanguage, languageLabel } from "../../src/generator/language";
 import { promptValues } from "../../src/generator/prompt";
@@ -10,6 +13,7 @@ import { generateReply } from "../../src/generator/service";
 import { createIdempotencyStore } from "../../src/messages/idempotency";
 import { createMessageStore } from "../../src/messages/store";
 import { createLoopbackNetwork } from "../../src/network/loopback";
+import { quietLog } from "./helpers";
 
 const turns = [
   { role: "user" as const, content: "Hola, ¿abren mañana?" },
@@ -23,6 +27,7 @@ function deps(generator: Generator | null, maxLength = 10000) {
     db,
     store: createMessageStore(db),
     idempotency: createIdempotencyStore(db),
+    log: quietLog,
     network: createLoopbackNetwork(),
     generator,
     config: { MAX_MESSAGE_LENGTH: maxLength },
@@ -117,5 +122,40 @@ describe("generateReply", () => {
     expect(err.code).toBe("BAD_GATEWAY");
     expect(d.store.history("+14155550123", 10, 0).total).toBe(0);
     expect(d.db.select().from(generations).all()).toHaveLength(0);
+  });
+});
+
+describe("the configured chat model (initChatModel)", () => {
+  const env = { OPENAI_API_KEY: "sk-unit", OPENAI_BASE_URL: "http://127.0.0.1:9/v1", OPENAI_MODEL: "from-openai-model" };
+
+  test("GENERATOR_MODEL=openai:<model> gives @langchain/openai's ChatOpenAI with that model", async () => {
+    const config = loadConfig({ ...env, GENERATOR_MODEL: "openai:gpt-4o-mini" });
+    expect(generatorModel(config)).toEqual({ provider: "openai", model: "gpt-4o-mini" });
+    const chat = await loadChatModel(config);
+    expect(chat).toBeInstanceOf(ChatOpenAI);
+    expect((chat as ChatOpenAI).model).toBe("gpt-4o-mini");
+    expect(createConfiguredGenerator(config)?.model).toBe("gpt-4o-mini");
+  });
+
+  test("unset: openai with OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY", async () => {
+    const config = loadConfig(env);
+    expect(generatorModel(config)).toEqual({ provider: "openai", model: "from-openai-model" });
+    const chat = (await loadChatModel(config)) as ChatOpenAI;
+    expect(chat).toBeInstanceOf(ChatOpenAI);
+    expect(chat.model).toBe("from-openai-model");
+    expect(chat.clientConfig.baseURL).toBe("http://127.0.0.1:9/v1");
+  });
+
+  test("a model name may itself hold colons (fine-tuned ids)", () => {
+    const config = loadConfig({ ...env, GENERATOR_MODEL: "openai:ft:gpt-4o-mini:acme::abc123" });
+    expect(generatorModel(config)).toEqual({ provider: "openai", model: "ft:gpt-4o-mini:acme::abc123" });
+  });
+
+  test.each([
+    ["anthropic:claude-3-5-haiku", 'provider "anthropic" is not installed'],
+    ["gpt-4o-mini", "must be provider:model"],
+    ["openai:", "must be provider:model"],
+  ])("GENERATOR_MODEL=%s is a config error naming GENERATOR_MODEL", (value, reason) => {
+    expect(() => loadConfig({ ...env, GENERATOR_MODEL: value })).toThrow(`invalid environment variable GENERATOR_MODEL: ${reason}`);
   });
 });

@@ -1,5 +1,6 @@
 import { afterEach } from "bun:test";
 import { openDb, type Db } from "../../src/db/client";
+import { createLogger } from "../../src/log";
 import { createMessageStore, type MessageStore } from "../../src/messages/store";
 
 /**
@@ -49,3 +50,6 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
   }
   throw new Error("expected the promise to reject, but it resolved");
 }
+
+/** A logger that writes nothing, for service functions under test. */
+export const quietLog = createLogger("error", {}, () => {});

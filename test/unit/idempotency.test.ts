@@ -10,7 +10,9 @@ import {
 } from "../../src/messages/idempotency";
 import { sendMessage, sentAnswer, type MessagingDeps } from "../../src/messages/service";
 import { createMessageStore } from "../../src/messages/store";
+import { thrownBy } from "./helpers";
 import type { NetworkDriver } from "../../src/network/driver";
+import { quietLog } from "./helpers";
 
 /** A network that takes messages, refuses them, or holds them until released. */
 function controllableNetwork() {
@@ -35,14 +37,15 @@ function setup() {
   const db = openDb(":memory:");
   const net = controllableNetwork();
   const deps: MessagingDeps = {
-    store: createMessageStore(db, clock.now),
+    store: createMessageStore(db, () => clock.now() * 1000),
     idempotency: createIdempotencyStore(db, clock.now),
     network: net.driver,
+    log: quietLog,
   };
   const send = (key: string, message: string) =>
     runIdempotent(deps.idempotency, { scope: "key:a", key }, fingerprint("send", { phone: "+14155550123", message }), 60_000, async (claim) =>
       sentAnswer(await sendMessage(deps, { phone: "+14155550123", message }, claim && { claim, answer: sentAnswer })),
-    );
+    quietLog);
   return { db, deps, net, clock, send };
 }
 
@@ -120,7 +123,7 @@ describe("idempotency keys", () => {
     expect(deps.idempotency.begin(claim, "p", 1000)).toEqual({ replay: sentAnswer(sent) });
   });
 
-  test("a request whose message was left queued is in progress until the message is failed", () => {
+  test("a request whose message was left queued is in progress while locked, then answered as an unknown outcome (504, never sent again) until the message is failed", () => {
     const { deps, clock } = setup();
     const claim = { scope: "key:a", key: "k1" };
     deps.idempotency.begin(claim, "p", 1000);
@@ -128,8 +131,13 @@ describe("idempotency keys", () => {
       { id: "m1", phone: "+14155550123", body: "hi", direction: "outbound", status: "queued", network: "test", networkId: null },
       (row) => deps.idempotency.attach(claim, row.id, { id: row.id }),
     );
-    clock.advance(5000);
+    clock.advance(500);
     expect(() => deps.idempotency.begin(claim, "p", 1000)).toThrow("in progress");
+    clock.advance(4500);
+    const unknown = thrownBy(() => deps.idempotency.begin(claim, "p", 1000));
+    expect(unknown).toBeInstanceOf(AppError);
+    expect((unknown as AppError).code).toBe("GATEWAY_TIMEOUT");
+    expect((unknown as AppError).details.message_id).toBe("m1");
     expect(deps.store.failStaleQueued(4000)).toBe(1);
     expect(deps.store.get("m1")?.status).toBe("failed");
     expect("claim" in deps.idempotency.begin(claim, "p", 1000)).toBe(true);

@@ -6,7 +6,7 @@ import type { MessageStore } from "../../src/messages/store";
 import { isoTime, parseIsoInstant } from "../../src/messages/time";
 import type { NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { memoryDbs, rejectionOf, storeWithClock } from "./helpers";
+import { memoryDbs, quietLog, rejectionOf, storeWithClock } from "./helpers";
 
 const A = "+14155550123";
 const B = "+442079460958";
@@ -14,7 +14,7 @@ const B = "+442079460958";
 const freshDb = memoryDbs();
 function setup(start?: number) {
   const s = storeWithClock(freshDb(), start);
-  const deps = { store: s.store, network: createLoopbackNetwork(), idempotency: createIdempotencyStore(s.db, s.clock.now) };
+  const deps = { store: s.store, network: createLoopbackNetwork(), idempotency: createIdempotencyStore(s.db, s.clock.now), log: quietLog };
   return { ...s, deps };
 }
 

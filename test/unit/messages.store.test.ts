@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { NewMessage } from "../../src/messages/store";
+import { createMessageStore, type NewMessage } from "../../src/messages/store";
+import { microClock } from "../../src/messages/time";
 import { memoryDbs, storeWithClock } from "./helpers";
 
 const A = "+14155550123";
@@ -16,7 +17,23 @@ function inbound(phone = A, body = "hi", networkId: string | null = null): NewMe
   return { id: `in-${++seq}`, phone, body, direction: "inbound", status: "received", network: "loopback", networkId };
 }
 
-describe("one clock: every stored timestamp is after all earlier ones, ≥ 1 ms apart", () => {
+describe("one clock: every stored timestamp is after all earlier ones, ≥ 1 µs apart", () => {
+  test("100,000 messages stored in a tight loop on the real clock: strictly increasing, never 1 s ahead of the wall clock", () => {
+    const store = createMessageStore(freshDb());
+    let last = -1;
+    let increasing = true;
+    let maxAheadUs = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const ts = store.insert(i % 2 ? inbound() : outbound()).row.timestamp;
+      maxAheadUs = Math.max(maxAheadUs, ts - microClock());
+      if (ts <= last) increasing = false;
+      last = ts;
+    }
+    expect(increasing).toBe(true);
+    expect(Number.isSafeInteger(last)).toBe(true);
+    expect(maxAheadUs).toBeLessThan(1_000_000);
+  }, 120_000);
+
   test("a moving clock is used as is", () => {
     const { store, clock } = setup(1_000_000);
     expect(store.insert(outbound()).row.timestamp).toBe(1_000_000);
@@ -24,7 +41,7 @@ describe("one clock: every stored timestamp is after all earlier ones, ≥ 1 ms 
     expect(store.insert(inbound()).row.timestamp).toBe(1_000_500);
   });
 
-  test("a frozen clock still gives strictly increasing timestamps, 1 ms apart", () => {
+  test("a frozen clock still gives strictly increasing timestamps, 1 µs apart", () => {
     const { store } = setup(1_000_000);
     const stamps = Array.from({ length: 20 }, (_, i) => store.insert(i % 2 ? inbound() : outbound()).row.timestamp);
     expect(stamps[0]).toBe(1_000_000);
@@ -132,5 +149,38 @@ describe("setStatus follows the status rule", () => {
     clock.t += 60_000;
     store.setStatus(row.id, "delivered");
     expect(store.get(row.id)?.timestamp).toBe(row.timestamp);
+  });
+});
+
+describe("outbound messages not final: the stale sweep and reconciliation", () => {
+  test("the stale-queued sweep leaves the queued sends of a network that reconciles them", () => {
+    const { store, clock } = setup(1_000_000);
+    const bb = store.insert({ ...outbound(), network: "bluebubbles" }).row;
+    const lb = store.insert(outbound()).row;
+    clock.t += 10 * 60_000 * 1000; // the store's clock counts microseconds
+    expect(store.failStaleQueued(2 * 60_000, "bluebubbles")).toBe(1);
+    expect(store.get(bb.id)!.status).toBe("queued");
+    expect(store.get(lb.id)!.status).toBe("failed");
+  });
+
+  test("pendingOutbound lists queued and sent messages of one network unchanged for a while, oldest check first; markChecked moves them back", () => {
+    const { store, clock } = setup(1_000_000);
+    const net = (status: "queued" | "sent" | "delivered") => ({ ...outbound(), network: "bluebubbles", status });
+    const q = store.insert(net("queued")).row;
+    const s = store.insert(net("sent")).row;
+    store.insert(net("delivered"));
+    store.insert(outbound());
+    expect(store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10)).toEqual([]);
+    clock.t += 2 * 60_000 * 1000; // the store's clock counts microseconds
+    expect(store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10).map((p) => [p.id, p.status])).toEqual([
+      [q.id, "queued"],
+      [s.id, "sent"],
+    ]);
+    expect(store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 1).map((p) => p.id)).toEqual([q.id]);
+    store.markChecked([q.id]);
+    expect(store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10).map((p) => p.id)).toEqual([s.id]);
+    // Outside the window: not asked about any more.
+    clock.t += 2 * 86_400_000 * 1000;
+    expect(store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10)).toEqual([]);
   });
 });

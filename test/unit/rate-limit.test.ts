@@ -51,12 +51,18 @@ describe("tokens refill over time", () => {
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);
   });
 
-  test("peek looks without taking", () => {
-    const { rl } = limiter(60, 1);
-    expect(rl.peek("k").allowed).toBe(true);
-    expect(rl.peek("k").allowed).toBe(true);
-    expect(rl.take("k").allowed).toBe(true);
-    expect(rl.peek("k").allowed).toBe(false);
+  test("take(id, n) takes n tokens, or none when fewer are left (a tRPC batch)", () => {
+    const { rl, clock } = limiter(60, 5); // one a second
+    expect(rl.take("k", 3)).toMatchObject({ allowed: true, remaining: 2 });
+    const refused = rl.take("k", 3);
+    expect(refused.allowed).toBe(false);
+    expect(refused.remaining).toBe(2);
+    expect(refused.retryAfterSeconds).toBe(1);
+    expect(rl.take("k", 2)).toMatchObject({ allowed: true, remaining: 0 });
+    // More than the bucket holds never fits; Retry-After is the time to a full bucket.
+    expect(rl.take("k", 50)).toMatchObject({ allowed: false, retryAfterSeconds: 5 });
+    clock.t += 5000;
+    expect(rl.take("k", 5).allowed).toBe(true);
   });
 });
 

@@ -73,13 +73,14 @@ describe("historyInput: bad values are refused with a message naming the problem
 });
 
 describe("pollInput: since, phone and limit", () => {
-  test("since becomes milliseconds since the epoch", () => {
-    expect(parsed(pollInput.safeParse({ since: "2026-11-21T09:30:00.123Z" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30, 0, 123));
+  test("since becomes microseconds since the epoch, from any precision", () => {
+    expect(parsed(pollInput.safeParse({ since: "2026-11-21T09:30:00.123456Z" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30, 0, 123) * 1000 + 456);
+    expect(parsed(pollInput.safeParse({ since: "2026-11-21T09:30:00.123Z" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30, 0, 123) * 1000);
   });
 
   test("since with an offset and without a zone", () => {
-    expect(parsed(pollInput.safeParse({ since: "2026-11-21T11:30:00+02:00" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30));
-    expect(parsed(pollInput.safeParse({ since: "2026-11-21T09:30:00" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30));
+    expect(parsed(pollInput.safeParse({ since: "2026-11-21T11:30:00+02:00" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30) * 1000);
+    expect(parsed(pollInput.safeParse({ since: "2026-11-21T09:30:00" })).since).toBe(Date.UTC(2026, 10, 21, 9, 30) * 1000);
   });
 
   test("everything omitted: no since, no phone, limit 100", () => {
@@ -88,7 +89,7 @@ describe("pollInput: since, phone and limit", () => {
 
   test.each(["yesterday", "", "2026-13-01T00:00:00Z"])("unparseable since %p is refused with a message", (since) => {
     expect(problems(pollInput.safeParse({ since }))).toEqual([
-      ["since", "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.000Z"],
+      ["since", "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.123456Z"],
     ]);
   });
 

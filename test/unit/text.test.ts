@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { codePointLength, messageTextProblem } from "../../src/messages/text";
+import { cleanInboundText, codePointLength, messageTextProblem, TRUNCATION_MARK } from "../../src/messages/text";
 
 describe("codePointLength counts Unicode code points", () => {
   test("ASCII: one per character", () => {
@@ -105,5 +105,37 @@ describe("messageTextProblem enforces the length limit in code points", () => {
   test("astral characters count as one each against the limit", () => {
     expect(messageTextProblem("😀".repeat(10), 10)).toBeNull();
     expect(messageTextProblem("😀".repeat(11), 10)).toBe("must be at most 10 characters (got 11)");
+  });
+});
+
+describe("cleanInboundText: inbound text made to pass the message rules", () => {
+  test("a text that passes is unchanged", () => {
+    expect(cleanInboundText("Hola 😀\tok\r\nbye", 100)).toEqual({ text: "Hola 😀\tok\r\nbye", changes: {} });
+  });
+
+  test("C0, DEL and C1 control characters are removed and counted; tab, LF, CR stay", () => {
+    const { text, changes } = cleanInboundText("a\u0000b\u0007c\u007fd\u0085e\u009ff\tg\nh\ri", 100);
+    expect(text).toBe("abcdef\tg\nh\ri");
+    expect(changes).toEqual({ controlCharacters: 5 });
+    expect(messageTextProblem(text!, 100)).toBeNull();
+  });
+
+  test("lone surrogates become U+FFFD", () => {
+    const { text, changes } = cleanInboundText("x\uD800y", 100);
+    expect(text).toBe("x\uFFFDy");
+    expect(changes).toEqual({ replacedInvalid: true });
+  });
+
+  test("over the limit: the first max-1 code points and the mark, never a split surrogate pair", () => {
+    const { text, changes } = cleanInboundText("😀😀😀😀😀", 3);
+    expect(text).toBe(`😀😀${TRUNCATION_MARK}`);
+    expect(codePointLength(text!)).toBe(3);
+    expect(changes).toEqual({ truncatedFrom: 5 });
+    expect(messageTextProblem(text!, 3)).toBeNull();
+  });
+
+  test("nothing readable left: null", () => {
+    expect(cleanInboundText("\u0001 \u0002", 100).text).toBeNull();
+    expect(cleanInboundText("", 100).text).toBeNull();
   });
 });

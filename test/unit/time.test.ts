@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { isoTime, parseIsoInstant } from "../../src/messages/time";
+import { isoTime, microClock, parseIsoInstant } from "../../src/messages/time";
 
-const at = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0) => Date.UTC(y, mo - 1, d, h, mi, s, ms);
+/** Microseconds since the epoch of a UTC date (the unit of stored message times). */
+const at = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0, us = 0) => Date.UTC(y, mo - 1, d, h, mi, s, ms) * 1000 + us;
 
 /** Runs `fn` with the process in another time zone, so "local time" would differ from UTC. */
 function inTimeZone(tz: string, fn: () => void) {
@@ -71,17 +72,25 @@ describe("parseIsoInstant treats a value without a zone as UTC", () => {
   });
 });
 
-describe("parseIsoInstant truncates sub-millisecond digits (never rounds up)", () => {
+describe("parseIsoInstant reads any precision to the microsecond, truncating beyond (never rounds up)", () => {
+  test("six digits are kept", () => {
+    expect(parseIsoInstant("2026-11-21T09:30:00.123456Z")).toBe(at(2026, 11, 21, 9, 30, 0, 123, 456));
+  });
+
   test("four digits", () => {
-    expect(parseIsoInstant("2026-11-21T09:30:00.1239Z")).toBe(at(2026, 11, 21, 9, 30, 0, 123));
+    expect(parseIsoInstant("2026-11-21T09:30:00.1239Z")).toBe(at(2026, 11, 21, 9, 30, 0, 123, 900));
   });
 
   test("seven nines stay in the same second", () => {
-    expect(parseIsoInstant("2026-11-21T09:30:00.9999999Z")).toBe(at(2026, 11, 21, 9, 30, 0, 999));
+    expect(parseIsoInstant("2026-11-21T09:30:00.9999999Z")).toBe(at(2026, 11, 21, 9, 30, 0, 999, 999));
   });
 
   test("with an offset", () => {
-    expect(parseIsoInstant("2026-11-21T09:30:00.000999+02:00")).toBe(at(2026, 11, 21, 7, 30, 0, 0));
+    expect(parseIsoInstant("2026-11-21T09:30:00.000999+02:00")).toBe(at(2026, 11, 21, 7, 30, 0, 0, 999));
+  });
+
+  test("a millisecond since from an older client means the same instant", () => {
+    expect(parseIsoInstant("2026-11-21T09:30:00.123Z")).toBe(at(2026, 11, 21, 9, 30, 0, 123));
   });
 });
 
@@ -102,24 +111,36 @@ describe("parseIsoInstant refuses what is not an ISO 8601 instant", () => {
   });
 });
 
-describe("isoTime is the wire form: ISO 8601, UTC, milliseconds", () => {
-  test("formats with Z and three fraction digits", () => {
-    expect(isoTime(at(2026, 11, 21, 9, 30, 0, 123))).toBe("2026-11-21T09:30:00.123Z");
-    expect(isoTime(at(2026, 11, 21, 9, 30))).toBe("2026-11-21T09:30:00.000Z");
-    expect(isoTime(0)).toBe("1970-01-01T00:00:00.000Z");
+describe("isoTime is the wire form: ISO 8601, UTC, microseconds", () => {
+  test("formats with Z and six fraction digits", () => {
+    expect(isoTime(at(2026, 11, 21, 9, 30, 0, 123, 456))).toBe("2026-11-21T09:30:00.123456Z");
+    expect(isoTime(at(2026, 11, 21, 9, 30))).toBe("2026-11-21T09:30:00.000000Z");
+    expect(isoTime(1)).toBe("1970-01-01T00:00:00.000001Z");
+    expect(isoTime(0)).toBe("1970-01-01T00:00:00.000000Z");
   });
 
   test("is UTC whatever the process time zone", () => {
     inTimeZone("Asia/Tokyo", () => {
-      expect(isoTime(at(2026, 1, 1, 0, 0, 0, 5))).toBe("2026-01-01T00:00:00.005Z");
+      expect(isoTime(at(2026, 1, 1, 0, 0, 0, 5))).toBe("2026-01-01T00:00:00.005000Z");
     });
   });
 
   test("round-trips through parseIsoInstant exactly", () => {
-    for (const ms of [0, 1, 999, at(2026, 11, 21, 9, 30, 0, 1), at(2030, 2, 28, 23, 59, 59, 999)]) {
-      const wire = isoTime(ms);
-      expect(wire).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-      expect(parseIsoInstant(wire)).toBe(ms);
+    for (const us of [0, 1, 999, 999_999, at(2026, 11, 21, 9, 30, 0, 1, 7), at(2030, 2, 28, 23, 59, 59, 999, 999)]) {
+      const wire = isoTime(us);
+      expect(wire).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+      expect(parseIsoInstant(wire)).toBe(us);
     }
+  });
+});
+
+describe("microClock", () => {
+  test("is the wall clock in microseconds, within a millisecond", () => {
+    const before = Date.now() * 1000;
+    const us = microClock();
+    const after = (Date.now() + 1) * 1000;
+    expect(Number.isSafeInteger(us)).toBe(true);
+    expect(us).toBeGreaterThanOrEqual(before);
+    expect(us).toBeLessThan(after);
   });
 });

@@ -9,6 +9,7 @@ import { workflowRuns } from "../../src/db/schema";
 import { createGenerator } from "../../src/generator/generator";
 import { createLogger } from "../../src/log";
 import { recordInbound } from "../../src/messages/service";
+import { parseIsoInstant } from "../../src/messages/time";
 import { createLocalBackend } from "../../src/workflows/backend";
 import { defineWorkflow, type Workflow } from "../../src/workflows/define";
 import { loadWorkflows } from "../../src/workflows/loader";
@@ -102,6 +103,26 @@ describe("run records", () => {
   });
 });
 
+describe("run records retention", () => {
+  test("purgeRunsBefore deletes ended runs that started before the cut-off, and keeps newer and running ones", () => {
+    const { db, store, clock } = setup();
+    const day = 24 * 60 * 60_000;
+    const started = (id: string, ageDays: number, end: boolean) => {
+      clock.t -= ageDays * day;
+      store.startRun(id, "test-flow", "schedule", false);
+      clock.t += ageDays * day;
+      if (end) store.finishRun({ id, workflow: "test-flow", dryRun: true, status: "ok", handled: 0 });
+    };
+    started("old-ok", 31, true);
+    started("old-running", 31, false);
+    started("recent", 29, true);
+    started("today", 0, true);
+    expect(store.purgeRunsBefore(clock.t - 30 * day)).toBe(1);
+    const left = db.select({ id: workflowRuns.id }).from(workflowRuns).all().map((r) => r.id).sort();
+    expect(left).toEqual(["old-running", "recent", "today"]);
+  });
+});
+
 describe("cursor", () => {
   test("a new workflow starts after the messages already stored", async () => {
     const { deps, inbound } = setup();
@@ -126,7 +147,7 @@ describe("cursor", () => {
     expect((await runWorkflow(deps(), wf, { trigger: "manual" })).handled).toBe(1);
     await runWorkflow(deps(), wf, { trigger: "manual" });
     expect(seen).toEqual([[m1.id], [m1.id], []]);
-    expect(store.get("test-flow")?.cursor).toBe(Date.parse(m1.timestamp));
+    expect(store.get("test-flow")?.cursor).toBe(parseIsoInstant(m1.timestamp)!);
   });
 
   test("each poll in a run continues after the last; a phone-filtered poll does not move the cursor", async () => {
@@ -146,7 +167,7 @@ describe("cursor", () => {
       { trigger: "manual" },
     );
     expect(pages).toEqual([["b"], ["a"], ["b"], []]);
-    expect(store.get("test-flow")?.cursor).toBe(Date.parse(b.timestamp));
+    expect(store.get("test-flow")?.cursor).toBe(parseIsoInstant(b.timestamp)!);
     expect(a.timestamp < b.timestamp).toBe(true);
   });
 });

@@ -9,10 +9,21 @@ import {
 import { listHistory, pollInbound, sendMessage, sentAnswer } from "../../messages/service";
 import { generateInput, generateOutput } from "../../generator/schemas";
 import { generateReply, generatedAnswer } from "../../generator/service";
-import { idempotentMutation } from "../idempotency";
+import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
 import { authedProcedure, documentedOnly, router } from "../trpc";
 
 const tags = ["messages"];
+
+// The error statuses each route answers, for the OpenAPI document (src/api/openapi.ts adds
+// the envelope and headers): "" takes the status's usual description, text says more.
+const read = { 400: "", 401: "", 405: "", 429: "", 500: "" };
+const write = { ...read, 409: "", 413: "", 415: "" };
+const NETWORK_ERRORS = {
+  400: "Invalid input (the field is named), an invalid Idempotency-Key, or the network refused the recipient (the message stays in history as failed).",
+  429: "The key's rate limit or failed-authentication limit (Retry-After), or the network throttled the send (the message stays in history as failed).",
+  502: "The network failed; the message stays in history as failed with its error.",
+  504: "The network did not answer in time: the message may still go out. `error.message_id` names it; it keeps a non-final status until the network's report settles it, and a retry with the same Idempotency-Key answers from that record without sending again.",
+};
 
 /** How long an idempotency key stays locked by a request that stored nothing yet. */
 const SEND_LOCK_MS = 60_000;
@@ -20,7 +31,19 @@ const SEND_LOCK_MS = 60_000;
 export const messagesRouter = (maxMessageLength: number) =>
   router({
     send: authedProcedure
-      .meta({ openapi: { method: "POST", path: "/api/send", tags, summary: "Send a text message", protect: true, errorResponses: [400, 401, 409, 413, 415, 429, 502] } })
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/send",
+          tags,
+          summary: "Send a text message",
+          description:
+            "Stores the message (queued), then asks the network to send it. Once the network has accepted it the answer is success. Safe to retry with an Idempotency-Key.",
+          protect: true,
+          requestHeaders: idempotencyKeyHeader,
+          errorResponses: { ...write, ...NETWORK_ERRORS },
+        },
+      })
       .input(sendInput(maxMessageLength))
       .output(sendOutput)
       .mutation(({ ctx, input }) =>
@@ -31,19 +54,57 @@ export const messagesRouter = (maxMessageLength: number) =>
 
     // Declared before history: trpc-to-openapi takes the first route that matches.
     poll: authedProcedure
-      .meta({ openapi: { method: "GET", path: "/api/messages/poll", tags, summary: "New inbound messages, oldest first", protect: true, errorResponses: [400, 401, 429] } })
+      .meta({
+        openapi: {
+          method: "GET",
+          path: "/api/messages/poll",
+          tags,
+          summary: "New inbound messages, oldest first",
+          description:
+            "Stateless: polling consumes nothing. Pass the timestamp of the last message you got as the next `since`: you never miss a message and never get one twice. Poll every 5 to 10 s.",
+          protect: true,
+          errorResponses: { ...read, 400: "`since` is not an ISO 8601 date-time, `phone` is not E.164, or `limit` is not a whole number of at least 1." },
+        },
+      })
       .input(pollInput)
       .output(documentedOnly(pollOutput))
       .query(({ ctx, input }) => ({ success: true, ...pollInbound(ctx.app.store, input) })),
 
     history: authedProcedure
-      .meta({ openapi: { method: "GET", path: "/api/messages/{phone}", tags, summary: "Messages with one contact, newest first", protect: true, errorResponses: [400, 401, 429] } })
+      .meta({
+        openapi: {
+          method: "GET",
+          path: "/api/messages/{phone}",
+          tags,
+          summary: "Messages with one contact, newest first",
+          description: "Every message exchanged with that phone, a page at a time; `total` counts them all. An unknown phone has none.",
+          protect: true,
+          errorResponses: { ...read, 400: "`phone` is not E.164, `limit` is not a whole number of at least 1, or `offset` not one of at least 0." },
+        },
+      })
       .input(historyInput)
       .output(documentedOnly(historyOutput))
       .query(({ ctx, input }) => ({ success: true, ...listHistory(ctx.app.store, input) })),
 
     generate: authedProcedure
-      .meta({ openapi: { method: "POST", path: "/api/generate", tags, summary: "Write a reply with the AI generator, and send it if asked", protect: true, errorResponses: [400, 401, 409, 413, 415, 429, 502, 503] } })
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/generate",
+          tags,
+          summary: "Write a reply with the AI generator, and send it if asked",
+          description:
+            "Writes a reply to the conversation in `context`, in `language` or the language of the last user turn. With `auto_send` it is sent exactly as by POST /api/send. Safe to retry with an Idempotency-Key.",
+          protect: true,
+          requestHeaders: idempotencyKeyHeader,
+          errorResponses: {
+            ...write,
+            ...NETWORK_ERRORS,
+            502: "The generator failed, timed out or wrote empty or over-long text (nothing is sent), or, with auto_send, the network failed.",
+            503: "No generator configured: set OPENAI_API_KEY.",
+          },
+        },
+      })
       .input(generateInput)
       .output(generateOutput)
       .mutation(({ ctx, input, signal }) => {

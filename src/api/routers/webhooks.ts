@@ -16,7 +16,7 @@ export const webhooksRouter = (maxMessageLength: number) =>
           summary: "Deliver an inbound message on the loopback network",
           description: "Stores an inbound message (status received). The same `id` twice stores one message and answers the first one's message_id.",
           protect: true,
-          errorResponses: [400, 401, 413, 415, 429],
+          errorResponses: [400, 401, 405, 413, 415, 429, 500],
         },
       })
       .input(inboundInput(maxMessageLength))

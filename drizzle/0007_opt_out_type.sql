@@ -1,0 +1,1 @@
+ALTER TABLE `messages` ADD `opt_out_type` text;

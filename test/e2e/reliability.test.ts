@@ -1,0 +1,187 @@
+// The server against a busy database and a failing network, as a process (docs/operations.md):
+// - another process holding SQLite's write lock past the busy timeout never ends the server
+//   (maintenance, lease renewal), and /health says 503 meanwhile, 200 after;
+// - a send the network accepted answers success even when recording it fails, the record
+//   is repaired, and a retry with the same Idempotency-Key sends nothing again;
+// - a send that failed frees its Idempotency-Key at once: a retry really retries.
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { call, history, newPhone, type SendResult } from "./api";
+import { startServer, tempDb, waitFor, type EnvOverlay, type Server } from "./harness";
+import { startFakeTwilio, type FakeTwilio } from "../support/fake-twilio";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
+
+const servers: Server[] = [];
+const fakes: FakeTwilio[] = [];
+afterAll(async () => {
+  for (const s of servers) s.kill();
+  for (const f of fakes) await f.stop();
+}, 30_000);
+
+async function serve(env: EnvOverlay = {}, dbPath?: string): Promise<Server> {
+  const server = await startServer({ env, ...(dbPath ? { dbPath } : {}) });
+  servers.push(server);
+  return server;
+}
+
+/** Another process's hold on the database's write lock (BEGIN IMMEDIATE on its own connection). */
+function holdWriteLock(path: string): { release(): void } {
+  const db = new Database(path);
+  db.run("PRAGMA busy_timeout = 10000");
+  db.run("BEGIN IMMEDIATE");
+  return {
+    release() {
+      db.run("ROLLBACK");
+      db.close();
+    },
+  };
+}
+
+function twilioEnv(fake: FakeTwilio): EnvOverlay {
+  return {
+    NETWORK: "twilio",
+    TWILIO_API_URL: fake.url,
+    TWILIO_ACCOUNT_SID: fake.accountSid,
+    TWILIO_AUTH_TOKEN: fake.authToken,
+    TWILIO_FROM: "+14155550100",
+    PUBLIC_URL: "https://textwire.example.com",
+  };
+}
+
+const health = async (server: Server) => {
+  const res = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(5_000) });
+  return { status: res.status, body: (await res.json()) as unknown };
+};
+
+describe("a busy database", () => {
+  test("a lock held past the busy timeout across maintenance and lease renewal: the server logs, lives, and works after", async () => {
+    const db = tempDb();
+    const dir = join(db.dir, "workflows");
+    mkdirSync(dir);
+    // A run that outlasts the lock, so its lease (renewed every 10 s) is renewed while the lock is held.
+    writeFileSync(
+      join(dir, "slow.ts"),
+      `export default { name: "slow", schedule: "* * * * * *", async run(ctx) { await Bun.sleep(25000); } };\n`,
+    );
+    const server = await serve({ WORKFLOWS_DIR: dir, MAINTENANCE_INTERVAL_MS: "1000" }, db.path);
+    const reader = new Database(db.path, { readonly: true });
+    await waitFor("a workflow run to start", 15_000, () => reader.query("SELECT 1 FROM workflow_runs WHERE status = 'running'").get() !== null, () => server.stdout);
+    reader.close();
+
+    const lock = holdWriteLock(server.dbPath);
+    try {
+      await waitFor(
+        "maintenance and lease renewal to log the busy database",
+        25_000,
+        () => /maintenance failed[^\n]*locked/.test(server.stdout) && /lease renewal failed[^\n]*locked/.test(server.stdout),
+        () => server.stdout,
+      );
+      expect(server.proc.exitCode).toBeNull();
+    } finally {
+      lock.release();
+    }
+    expect(server.proc.exitCode).toBeNull();
+    const phone = newPhone();
+    const sent = await call<SendResult>(server, "POST", "/api/send", { body: { phone, message: "after the lock" } });
+    expect(sent.status).toBe(200);
+    expect((await history(server, phone)).total).toBe(1);
+  });
+
+  test("/health: 503 while another process holds the write lock, 200 once it is released", async () => {
+    const server = await serve();
+    expect(await health(server)).toEqual({ status: 200, body: { status: "ok" } });
+    const lock = holdWriteLock(server.dbPath);
+    try {
+      expect(await health(server)).toEqual({ status: 503, body: { status: "unavailable", reason: "database" } });
+    } finally {
+      lock.release();
+    }
+    expect(await health(server)).toEqual({ status: 200, body: { status: "ok" } });
+  });
+});
+
+describe("maintenance", () => {
+  test("deletes workflow run records older than WORKFLOW_RUNS_RETENTION_DAYS, and keeps newer ones", async () => {
+    const server = await serve({ WORKFLOW_RUNS_RETENTION_DAYS: "1", MAINTENANCE_INTERVAL_MS: "200" });
+    const db = new Database(server.dbPath);
+    db.run("PRAGMA busy_timeout = 5000");
+    const day = 24 * 60 * 60_000;
+    const insert = db.prepare(
+      "INSERT INTO workflow_runs (id, workflow, trigger, dry_run, started_at, ended_at, status, handled) VALUES (?, 'flow', 'schedule', 0, ?, ?, 'ok', 0)",
+    );
+    insert.run("two-days-old", Date.now() - 2 * day, Date.now() - 2 * day + 1000);
+    insert.run("an-hour-old", Date.now() - 3_600_000, Date.now() - 3_599_000);
+    try {
+      await waitFor("the old run record to be deleted", 10_000, () => db.query("SELECT 1 FROM workflow_runs WHERE id = 'two-days-old'").get() === null, () => server.stdout);
+      expect(db.query("SELECT id FROM workflow_runs").all()).toEqual([{ id: "an-hour-old" }]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("sends and a failing database or network", () => {
+  test("the network accepts but the status write fails: success, one send, record repaired, a retry sends nothing", async () => {
+    const fake = startFakeTwilio();
+    fakes.push(fake);
+    const server = await serve(twilioEnv(fake));
+    let lock: { release(): void } | undefined;
+    // Twilio answers only once another process holds the write lock, past the busy timeout.
+    fake.reply(async () => {
+      lock = holdWriteLock(server.dbPath);
+      return { kind: "created" };
+    });
+    const phone = newPhone();
+    const body = { phone, message: "accepted, then the database was busy" };
+    const headers = { "Idempotency-Key": `busy-${phone}` };
+    const first = call<SendResult>(server, "POST", "/api/send", { body, headers });
+    await fake.waitForSends(1);
+    fake.reply({ kind: "created" });
+    // The status write waits for the busy timeout (5 s) before it fails; then the lock goes.
+    await waitFor("the status write to fail", 20_000, () => /status[^\n]*locked/.test(server.stdout), () => server.stdout);
+    lock?.release();
+    const answer = await first;
+    expect(answer.status).toBe(200);
+    expect(answer.body.success).toBe(true);
+    expect(answer.body.message_id).toMatch(/\S/);
+    expect(answer.body.timestamp).toMatch(/Z$/);
+
+    const repaired = await waitFor("the record to be repaired", 20_000, async () => {
+      const [m] = (await history(server, phone)).messages;
+      return m?.status === "sent" && m;
+    });
+    expect(repaired.id).toBe(answer.body.message_id);
+    const retry = await call<SendResult>(server, "POST", "/api/send", { body, headers });
+    expect(retry.status).toBe(200);
+    expect(retry.body.message_id).toBe(answer.body.message_id);
+    expect(fake.sends.length).toBe(1);
+  });
+
+  test("a send that failed with 502 frees its Idempotency-Key at once, even when the database was busy: the retry really sends", async () => {
+    const fake = startFakeTwilio();
+    fakes.push(fake);
+    const server = await serve(twilioEnv(fake));
+    let lock: { release(): void } | undefined;
+    // Twilio fails while another process holds the write lock, so recording the failure must wait.
+    fake.reply(async () => {
+      lock = holdWriteLock(server.dbPath);
+      return { kind: "error", httpStatus: 500, code: 20500, message: "Internal Server Error" };
+    });
+    const phone = newPhone();
+    const body = { phone, message: "try again" };
+    const headers = { "Idempotency-Key": `again-${phone}` };
+    const failed = call<SendResult>(server, "POST", "/api/send", { body, headers });
+    await fake.waitForSends(1);
+    fake.reply({ kind: "created" });
+    await waitFor("the failure's status write to fail", 20_000, () => /status[^\n]*locked/.test(server.stdout), () => server.stdout);
+    lock?.release();
+    expect((await failed).status).toBe(502);
+    const retry = await call<SendResult>(server, "POST", "/api/send", { body, headers });
+    expect(retry.status).toBe(200);
+    expect(fake.sends.length).toBe(2);
+  });
+});

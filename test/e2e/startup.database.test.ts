@@ -1,0 +1,73 @@
+// A database that cannot be opened or written at start stops the server with one line
+// naming DATABASE_URL and the cause, exit code non-zero, never a stack trace
+// (docs/operations.md). Each cause is made real: tests run as root, so a read-only file is
+// made immutable with chattr(1), and a read-only file system is /sys.
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { openDb } from "../../src/db/client";
+import { lines, runCli, spawnServer, tempDb } from "./harness";
+
+// Each test starts real servers; the bound that matters is each wait inside it.
+setDefaultTimeout(60_000);
+
+const immutable: string[] = [];
+afterAll(() => {
+  for (const path of immutable) Bun.spawnSync(["chattr", "-i", path]);
+});
+
+async function startFailure(dbPath: string) {
+  const child = spawnServer({ dbPath });
+  const code = await child.exited();
+  return { code, stderr: child.stderr, stdout: child.stdout };
+}
+
+function expectOneLine(result: { code: number; stderr: string; stdout: string }, cause: RegExp) {
+  expect(result.code).not.toBe(0);
+  const errLines = lines(result.stderr);
+  expect(errLines).toHaveLength(1);
+  expect(errLines[0]).toContain("DATABASE_URL");
+  expect(errLines[0]).toMatch(cause);
+  expect(result.stderr + result.stdout).not.toMatch(/^\s+at /m);
+  expect(result.stdout).not.toContain("listening on");
+}
+
+describe("a database that cannot be used at start", () => {
+  test("the path is a directory", async () => {
+    const db = tempDb();
+    mkdirSync(db.path);
+    expectOneLine(await startFailure(db.path), /is a directory/);
+  });
+
+  test("the file is not a SQLite database", async () => {
+    const db = tempDb();
+    writeFileSync(db.path, "name,phone\nAda,+14155550123\n".repeat(200));
+    expectOneLine(await startFailure(db.path), /not a SQLite database/);
+  });
+
+  test("a part of the path is a file", async () => {
+    const db = tempDb();
+    writeFileSync(db.path, "");
+    expectOneLine(await startFailure(join(db.path, "textwire.db")), /part of the path is a file/);
+  });
+
+  test("the file system is read-only (/sys)", async () => {
+    expectOneLine(await startFailure(`/sys/textwire-${process.pid}.db`), /cannot be opened or created|read-only/);
+  });
+
+  test("the CLI says the same in one line", async () => {
+    const db = tempDb();
+    mkdirSync(db.path);
+    const result = await runCli(["keys", "list"], { DATABASE_URL: db.path });
+    expectOneLine(result, /is a directory/);
+  });
+
+  test("the file is read-only (immutable)", async () => {
+    const db = tempDb();
+    openDb(db.path).$client.close();
+    const made = Bun.spawnSync(["chattr", "+i", db.path]);
+    expect(made.exitCode).toBe(0);
+    immutable.push(db.path);
+    expectOneLine(await startFailure(db.path), /read-only/);
+  });
+});
