@@ -94,7 +94,7 @@ async function workflows(args: string[]) {
           const timezone = wf.timezone ?? "UTC";
           const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
           const next = unmet ? "not scheduled" : (new Cron(wf.schedule, { timezone, paused: true }).nextRun()?.toISOString() ?? "never");
-          const last = await deps.storage.workflows.lastRun(wf.name);
+          const [last] = await deps.storage.workflows.recentRuns(wf.name, 1);
           const result = last
             ? `${last.status}${last.error ? ` (${last.error})` : ""} at ${new Date(last.startedAt).toISOString()}, ${last.handled} handled`
             : "never run";

@@ -281,8 +281,8 @@ export interface WorkflowRepository {
   /** One statement: deletes the records of ended runs that started more than `ageMs` ago; returns how many. */
   purgeRunsOlderThan(ageMs: number): Promise<number>;
 
-  /** The run that started last. */
-  lastRun(workflow: string): Promise<WorkflowRunRow | undefined>;
+  /** The runs that started last, newest first, at most `limit`. */
+  recentRuns(workflow: string, limit: number): Promise<WorkflowRunRow[]>;
 
   /** A state value (JSON text). */
   getState(workflow: string, key: string): Promise<string | undefined>;

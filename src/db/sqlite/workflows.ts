@@ -42,8 +42,8 @@ export function sqliteWorkflows(sqlite: Database, now: () => number): Sync<Workf
     `UPDATE workflow_runs SET status = 'error', ended_at = $now, error = $error WHERE workflow = $workflow AND status = 'running' AND dry_run = 0`,
   );
   const purgeRuns = sqlite.prepare<never, [{ before: number }]>(`DELETE FROM workflow_runs WHERE started_at < $before AND status <> 'running'`);
-  const lastRun = sqlite.prepare<Stored<WorkflowRunRow, "dryRun">, [{ workflow: string }]>(
-    `SELECT ${RUN} FROM workflow_runs WHERE workflow = $workflow ORDER BY started_at DESC LIMIT 1`,
+  const recentRuns = sqlite.prepare<Stored<WorkflowRunRow, "dryRun">, [{ workflow: string; limit: number }]>(
+    `SELECT ${RUN} FROM workflow_runs WHERE workflow = $workflow ORDER BY started_at DESC, id DESC LIMIT $limit`,
   );
   const getState = sqlite.prepare<{ value: string }, [{ workflow: string; key: string }]>(
     `SELECT value FROM workflow_state WHERE workflow = $workflow AND key = $key`,
@@ -73,10 +73,7 @@ export function sqliteWorkflows(sqlite: Database, now: () => number): Sync<Workf
     endRun: (id, end) => void endRun.run({ id, ...end, now: now() }),
     endInterruptedRuns: (workflow, error) => endInterrupted.run({ workflow, error, now: now() }).changes,
     purgeRunsOlderThan: (ageMs) => purgeRuns.run({ before: now() - ageMs }).changes,
-    lastRun(workflow) {
-      const row = lastRun.get({ workflow });
-      return row ? { ...row, dryRun: row.dryRun === 1 } : undefined;
-    },
+    recentRuns: (workflow, limit) => recentRuns.all({ workflow, limit }).map((row) => ({ ...row, dryRun: row.dryRun === 1 })),
     getState: (workflow, key) => getState.get({ workflow, key })?.value,
     setState: (workflow, key, value) => void setState.run({ workflow, key, value, now: now() }),
     deleteState: (workflow, key) => void deleteState.run({ workflow, key }),
