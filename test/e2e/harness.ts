@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { configSchema } from "../../src/config";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
 
@@ -23,42 +24,16 @@ const CLI_MS = 15_000;
 const LISTENING = /listening on (http:\/\/[0-9.]+:\d+)/;
 export const KEY_PATTERN = /\btw_[A-Za-z0-9_-]{24,}/g;
 
-/** Every variable of docs/operations.md: the inherited environment never decides one of them. */
-const CONFIG_VARS = [
-  "PORT",
-  "HOST",
-  "DATABASE_URL",
-  "API_KEYS",
-  "NETWORK",
-  "OPENAI_API_KEY",
-  "OPENAI_BASE_URL",
-  "OPENAI_MODEL",
-  "GENERATOR_TIMEOUT_MS",
-  "MAX_MESSAGE_LENGTH",
-  "RATE_LIMIT_PER_MINUTE",
-  "RATE_LIMIT_BURST",
-  "TRUSTED_PROXIES",
-  "WORKFLOWS_DIR",
-  "LOG_LEVEL",
-  "WORKFLOW_RUNS_RETENTION_DAYS",
-  "MAINTENANCE_INTERVAL_MS",
-  "NODE_ENV",
-  "TEXTWIRE_URL",
-  "TEXTWIRE_API_KEY",
-  "PUBLIC_URL",
-  "TWILIO_ACCOUNT_SID",
-  "TWILIO_AUTH_TOKEN",
-  "TWILIO_FROM",
-  "TWILIO_API_URL",
-  "BLUEBUBBLES_URL",
-  "BLUEBUBBLES_PASSWORD",
-  "WEBHOOK_SECRET",
-];
+/**
+ * Every variable the server reads (src/config.ts, docs/operations.md), and NODE_ENV: the
+ * inherited environment never decides one of them.
+ */
+const CONFIG_VARS = [...Object.keys(configSchema.shape), "NODE_ENV"];
 
 /** An env overlay; `undefined` removes a variable. */
 export type EnvOverlay = Record<string, string | undefined>;
 
-/** A fresh API key in the contract's format: "tw_test_" + 32 URL-safe characters. */
+/** A fresh API key for `API_KEYS` (at least 24 letters, digits, `_` or `-`: docs/operations.md). */
 export function newApiKey(): string {
   return "tw_test_" + randomBytes(24).toString("base64url");
 }
