@@ -43,6 +43,8 @@ export const configSchema = z.object({
   /** The service of a new chat's guid: iMessage, or SMS when the Mac relays green-bubble texts. */
   BLUEBUBBLES_SERVICE: z.enum(["iMessage", "SMS"], "must be iMessage or SMS").default("iMessage"),
   /** How long a BlueBubbles send may take; the server itself waits up to 2 minutes (docs/networks.md). */
+  /** A Twilio send with no answer after this has an unknown outcome (504), never `failed`. */
+  TWILIO_SEND_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   BLUEBUBBLES_SEND_TIMEOUT_MS: int(1000, 3_600_000).default(120_000),
   /** Outbound BlueBubbles messages not final after this are looked up on the server. */
   BLUEBUBBLES_RECONCILE_AFTER_MS: int(1000, 86_400_000).default(120_000),

@@ -4,7 +4,8 @@
 // - signed inbound webhooks (X-Twilio-Signature over PUBLIC_URL + path + sorted params),
 //   answered with empty TwiML, deduplicated by MessageSid, forged ones refused with 401;
 // - status callbacks: forward only, `delivered` and `failed` final;
-// - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502);
+// - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502;
+//   no answer in time or a cut answer → 504, the message stays queued and is never sent twice);
 // - missing driver settings stop start-up with one line naming the variable.
 import { Database } from "bun:sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -451,6 +452,59 @@ describe("Twilio's errors on POST /api/send", () => {
     const { messages } = await history(misconfigured, phone);
     expect(messages.map((m) => m.status)).toEqual(["failed"]);
     misconfigured.kill();
+  });
+});
+
+describe("a send whose outcome is unknown (docs/networks.md)", () => {
+  test("no answer within TWILIO_SEND_TIMEOUT_MS → 504 with message_id; stays queued; a retry with its key sends nothing; the status callback settles it", async () => {
+    const slow = await startServer({ env: twilioEnv(fake, { TWILIO_SEND_TIMEOUT_MS: "1000" }) });
+    extraServers.push(slow);
+    // Twilio takes the message but answers only after Textwire stopped waiting.
+    fake.reply(async () => {
+      await Bun.sleep(2_500);
+      return { kind: "created" };
+    });
+    const phone = newPhone();
+    const body = { phone, message: "slow answer" };
+    const headers = { "Idempotency-Key": `slow-${phone}` };
+    const before = fake.sends.length;
+    const first = await call<{ success: false; error: { code: string; message_id?: string } }>(slow, "POST", "/api/send", { body, headers });
+    expectError(first, 504, "GATEWAY_TIMEOUT", [fake.authToken]);
+    const id = first.body.error.message_id!;
+    expect(id).toMatch(/\S/);
+    const queued = (await history(slow, phone)).messages;
+    expect(queued.map((m) => [m.id, m.status])).toEqual([[id, "queued"]]);
+
+    const retry = await call<{ success: false; error: { code: string; message_id?: string } }>(slow, "POST", "/api/send", { body, headers });
+    expect(retry.status).toBe(504);
+    expect(retry.body.error.message_id).toBe(id);
+    await Bun.sleep(2_000); // the first request's late answer has come and gone
+    expect(fake.sends.length).toBe(before + 1);
+
+    // Twilio's report, with our id in the callback URL, settles it.
+    const params = statusParams(fake.sids.at(-1)!, phone, "delivered");
+    const path = `${STATUS_PATH}?id=${encodeURIComponent(id)}`;
+    expect2xx(await postTwilioWebhook(slow.url, path, params, signTwilioRequest(fake.authToken, PUBLIC_URL + path, params)), "status callback");
+    expect((await history(slow, phone)).messages.map((m) => m.status)).toEqual(["delivered"]);
+    const settled = await call<SendResult>(slow, "POST", "/api/send", { body, headers });
+    expect(settled.status).toBe(200);
+    expect(settled.body.message_id).toBe(id);
+    expect(fake.sends.length).toBe(before + 1);
+    slow.kill();
+  });
+
+  test("Twilio answers 201 but the answer is cut → 504 with message_id, never failed, never sent twice", async () => {
+    fake.reply({ kind: "raw", httpStatus: 201, body: '{"sid": "SM', contentType: "application/json" });
+    const phone = newPhone();
+    const headers = { "Idempotency-Key": `cut-${phone}` };
+    const before = fake.sends.length;
+    const reply = await call<{ success: false; error: { code: string; message_id?: string } }>(server, "POST", "/api/send", { body: { phone, message: "cut answer" }, headers });
+    expectError(reply, 504, "GATEWAY_TIMEOUT", [fake.authToken]);
+    expect((await history(server, phone)).messages.map((m) => [m.id, m.status])).toEqual([[reply.body.error.message_id, "queued"]]);
+    fake.reply({ kind: "created" });
+    const retry = await call(server, "POST", "/api/send", { body: { phone, message: "cut answer" }, headers });
+    expect(retry.status).toBe(504);
+    expect(fake.sends.length).toBe(before + 1);
   });
 });
 
