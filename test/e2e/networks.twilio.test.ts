@@ -500,7 +500,7 @@ describe("a send whose outcome is unknown (docs/networks.md)", () => {
     const before = fake.sends.length;
     const reply = await call<{ success: false; error: { code: string; message_id?: string } }>(server, "POST", "/api/send", { body: { phone, message: "cut answer" }, headers });
     expectError(reply, 504, "GATEWAY_TIMEOUT", [fake.authToken]);
-    expect((await history(server, phone)).messages.map((m) => [m.id, m.status])).toEqual([[reply.body.error.message_id, "queued"]]);
+    expect((await history(server, phone)).messages.map((m) => [m.id, m.status])).toEqual([[reply.body.error.message_id!, "queued"]]);
     fake.reply({ kind: "created" });
     const retry = await call(server, "POST", "/api/send", { body: { phone, message: "cut answer" }, headers });
     expect(retry.status).toBe(504);
