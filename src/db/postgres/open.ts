@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
-import { DatabaseError } from "../client";
+import { DatabaseError } from "../errors";
 import * as schema from "./schema";
 
 export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool };
