@@ -19,6 +19,11 @@ export interface SqliteOptions {
   clock?: () => number;
 }
 
+/** The SQLite storage, with its connection for tests that look at raw rows. */
+export interface SqliteStorage extends Storage {
+  readonly sqlite: Database;
+}
+
 type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
 
 /**
@@ -29,7 +34,7 @@ type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
  * transaction holds it. Other processes on the same file are kept out by SQLite's write
  * lock (busy_timeout 5 s).
  */
-export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Storage {
+export function openSqliteStorage(url: string, opts: SqliteOptions = {}): SqliteStorage {
   const sqlite = openSqlite(url);
   const clock = opts.clock ?? microClock;
   const ms = () => Math.floor(clock() / 1000);
@@ -54,6 +59,7 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Storag
 
   return {
     dialect: "sqlite",
+    sqlite,
     ...outside,
 
     async transaction(fn) {
