@@ -23,6 +23,8 @@ export const configSchema = z.object({
   PORT: int(0, 65535).default(3000),
   HOST: z.string().trim().min(1, "must not be empty").default("127.0.0.1"),
   DATABASE_URL: z.string().trim().min(1, "must not be empty").default("./data/textwire.db"),
+  /** Connections each process keeps to PostgreSQL (unused on SQLite). */
+  DATABASE_POOL_SIZE: int(1, 100).default(10),
   API_KEYS: z
     .string()
     .default("")

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openDb } from "../../src/db/client";
+import { openStorage } from "../../src/db";
 import { lines, runCli, spawnServer, tempDb } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -64,7 +64,7 @@ describe("a database that cannot be used at start", () => {
 
   test("the file is read-only (immutable)", async () => {
     const db = tempDb();
-    openDb(db.path).$client.close();
+    await (await openStorage(db.path)).close();
     const made = Bun.spawnSync(["chattr", "+i", db.path]);
     expect(made.exitCode).toBe(0);
     immutable.push(db.path);

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { createApp } from "../../src/app";
 import { createClient } from "../../src/client";
 import { loadConfig } from "../../src/config";
-import { openDb } from "../../src/db/client";
+import { openStorage } from "../../src/db";
 import { createLogger } from "../../src/log";
 import { createLocalBackend, createRemoteBackend, type MessagingBackend } from "../../src/workflows/backend";
 import { startFakeOpenAI } from "../support/fake-openai";
@@ -132,9 +132,9 @@ test(
     cleanup.push(() => api.kill());
     const local = tempDb();
     cleanup.push(() => local.cleanup());
-    const db = openDb(local.path);
-    cleanup.push(() => db.$client.close());
-    const app = createApp(loadConfig({ DATABASE_URL: local.path, NETWORK: "loopback" }), db, createLogger("error"));
+    const storage = await openStorage(local.path);
+    cleanup.push(() => storage.close());
+    const app = createApp(loadConfig({ DATABASE_URL: local.path, NETWORK: "loopback" }), storage, createLogger("error"));
 
     const locally = await sendScenario(createLocalBackend(app), newPhone());
     const phone = newPhone();

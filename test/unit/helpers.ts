@@ -1,21 +1,94 @@
-import { afterEach } from "bun:test";
-import { openDb, type Db } from "../../src/db/client";
+import { afterAll, afterEach } from "bun:test";
+import type { Dialect, Storage } from "../../src/db/port";
+import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
+import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
-import { createMessageStore, type MessageStore } from "../../src/messages/store";
+import { createTestDatabase, postgresEnabled, type TestDatabase } from "../support/postgres";
+
+/** A database the unit tests run on; each test file runs its storage tests once per entry of `dialects`. */
+export interface TestDialect {
+  readonly name: Dialect;
+  /**
+   * A fresh, migrated storage with no rows. With `clock` (µs since the epoch), the
+   * dialect's every time comes from it: only where `movableClock` says so.
+   */
+  open(opts?: { clock?: () => number }): Promise<Storage>;
+  /** Whether `open` takes a clock the test moves (SQLite: the process clock is its database's). */
+  readonly movableClock: boolean;
+  /** The rows of a plain SELECT on a storage `open` gave, to check what is (not) stored. */
+  rows(storage: Storage, select: string): Promise<Record<string, unknown>[]>;
+  /** Frees what the dialect's storages shared once a describe block is done with them. */
+  finish?(): Promise<void>;
+}
+
+const sqlite: TestDialect = {
+  name: "sqlite",
+  open: async (opts) => openSqliteStorage(":memory:", opts),
+  movableClock: true,
+  rows: async (storage, select) => (storage as SqliteStorage).sqlite.query(select).all() as Record<string, unknown>[],
+};
 
 /**
- * A factory of fresh, migrated in-memory databases, each closed after its test.
- * Call it once at the top of a test file (it registers that file's afterEach).
+ * PostgreSQL from TEST_DATABASE_URL: one fresh database a describe block, emptied for each
+ * storage opened on it; a storage opened while another is still open gets a database of its own.
  */
-export function memoryDbs(): () => Db {
-  const opened: Db[] = [];
-  afterEach(() => {
-    for (const db of opened.splice(0)) db.$client.close();
+function postgresDialect(): TestDialect {
+  let shared: Promise<TestDatabase> | undefined;
+  const inUse = new Set<Storage>();
+  return {
+    name: "postgres",
+    movableClock: false,
+    async open() {
+      const own = inUse.size > 0;
+      const database = own ? await createTestDatabase() : await (shared ??= createTestDatabase());
+      const storage = await openPostgresStorage(database.url, 10);
+      if (!own) {
+        const { rows } = await storage.pool.query<{ name: string }>(
+          `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'message_clock'`,
+        );
+        await storage.pool.query(`${rows.map((r) => `DELETE FROM ${r.name};`).join(" ")} UPDATE message_clock SET t = 0`);
+      }
+      inUse.add(storage);
+      const close = storage.close;
+      return Object.assign(storage, {
+        async close() {
+          inUse.delete(storage);
+          await close();
+          if (own) await database.drop();
+        },
+      });
+    },
+    rows: async (storage, select) => (await (storage as PostgresStorage).pool.query(select)).rows,
+    async finish() {
+      const database = await shared;
+      shared = undefined;
+      await database?.drop();
+    },
+  };
+}
+
+/** Every dialect under test: `describe.each(dialects)("on $name", (dialect) => …)`. */
+export const dialects: TestDialect[] = postgresEnabled() ? [sqlite, postgresDialect()] : [sqlite];
+
+/** The dialects whose clock a test can move (expiry after hours, clocks that jump back). */
+export const clockDialects = dialects.filter((d) => d.movableClock);
+
+/**
+ * A factory of fresh storages of `dialect`, each closed after its test. Call it once per
+ * describe block (it registers that block's afterEach).
+ */
+export function storages(dialect: TestDialect): (opts?: { clock?: () => number }) => Promise<Storage> {
+  const opened: Storage[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close()));
   });
-  return () => {
-    const db = openDb(":memory:");
-    opened.push(db);
-    return db;
+  afterAll(async () => {
+    await dialect.finish?.();
+  });
+  return async (opts) => {
+    const storage = await dialect.open(opts);
+    opened.push(storage);
+    return storage;
   };
 }
 
@@ -23,12 +96,6 @@ export function memoryDbs(): () => Db {
 export function manualClock(start = Date.UTC(2026, 10, 21, 9, 30, 0, 0)) {
   const clock = { t: start, now: () => clock.t };
   return clock;
-}
-
-/** A message store on `db`, driven by a manual clock. */
-export function storeWithClock(db: Db, start?: number): { db: Db; store: MessageStore; clock: ReturnType<typeof manualClock> } {
-  const clock = manualClock(start);
-  return { db, store: createMessageStore(db, clock.now), clock };
 }
 
 /** The value `fn` throws; fails the test when it returns normally. */

@@ -1,0 +1,10 @@
+/**
+ * The values of enumerated columns, shared by every dialect's schema (src/db/sqlite/schema.ts,
+ * src/db/postgres/schema.ts) so that both store the same words.
+ */
+export const MESSAGE_DIRECTIONS = ["inbound", "outbound"] as const;
+export const MESSAGE_STATUSES = ["queued", "sent", "delivered", "failed", "received"] as const;
+export const OPT_OUT_TYPES = ["STOP", "START", "HELP"] as const;
+export const IDEMPOTENCY_STATES = ["pending", "done"] as const;
+export const RUN_TRIGGERS = ["schedule", "manual"] as const;
+export const RUN_STATUSES = ["running", "ok", "error", "timeout"] as const;

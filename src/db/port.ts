@@ -1,0 +1,409 @@
+/**
+ * The storage port: everything the domain (src/messages, src/workflows, src/auth,
+ * src/generator, the network drivers' small state) asks of a database, and nothing about
+ * which database. `await openStorage(url)` (src/db/index.ts) opens, migrates and returns a
+ * `Storage`, or throws DatabaseError (src/db/errors.ts); src/db/sqlite and src/db/postgres
+ * implement it, each with its own Drizzle schema and migrations. No
+ * file outside those two folders imports a database driver or a Drizzle dialect.
+ *
+ * Shape: one repository per aggregate (messages, idempotency keys, workflows, named
+ * leases, API keys, generations, network state) and a unit of work,
+ * `storage.transaction(async (tx) => …)`, whose `tx` has the same repositories bound to
+ * one transaction. Every method is async.
+ *
+ * Rules every implementation keeps (the tests in test/unit run against each):
+ *
+ * - Only SQL lives in an implementation. Decisions (whether an idempotency key replays
+ *   or conflicts, how a finished run moves the cursor and backoff) live once in the
+ *   domain, built from these primitives inside `storage.transaction`. The status rule is
+ *   the exception that proves it: implementations import the pure rule of
+ *   src/messages/status.ts and turn it into one conditional UPDATE.
+ * - A method outside a transaction is atomic on its own. Methods documented as "one
+ *   statement" are a single conditional statement (INSERT … ON CONFLICT DO NOTHING,
+ *   UPDATE … WHERE <condition>), so two processes racing on them never both win; their
+ *   boolean or count result says whether this call won.
+ * - Times that decide something (lease and lock expiry, idempotency lifetimes, backoff,
+ *   stale sends, retention) are computed inside the implementation from the database's
+ *   clock (PostgreSQL: now()/clock_timestamp(); SQLite: the process clock, since every
+ *   process is on one machine). The domain passes durations, never "now".
+ * - Message timestamps are microseconds since the epoch, unique and strictly increasing
+ *   in commit order across every process: a reader that follows `timestamp > cursor`
+ *   never misses a row committed later with a smaller timestamp (the poll cursor rule,
+ *   docs/api.md). Other times are milliseconds since the epoch.
+ * - Inside `transaction(fn)`, `fn` uses only `tx`, never the outer storage (on SQLite the
+ *   outer one waits for the transaction to end: a deadlock; on PostgreSQL it is another
+ *   connection), and `tx` is not used once `fn` has settled. A throw rolls everything back.
+ */
+import type { MessageStatus } from "../messages/status";
+import type { OptOutType, PendingMessage } from "../network/driver";
+
+export type Dialect = "sqlite" | "postgres";
+
+// ─── messages ──────────────────────────────────────────────────────────────────────────
+
+export type MessageDirection = "inbound" | "outbound";
+
+export interface MessageRow {
+  id: string;
+  phone: string;
+  body: string;
+  direction: MessageDirection;
+  status: MessageStatus;
+  /** Microseconds since the epoch; unique and strictly increasing in commit order. */
+  timestamp: number;
+  network: string;
+  /** The network's own id for this message: unique per network and direction. */
+  networkId: string | null;
+  error: string | null;
+  /** Microseconds since the epoch. */
+  updatedAt: number;
+  /** Inbound only: the keyword class the network recognised. */
+  optOutType: OptOutType | null;
+}
+
+/** What a message record shows (pages read only these columns). */
+export type RecordRow = Pick<MessageRow, "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error">;
+
+/** A message to store; the implementation gives it its timestamp and `updatedAt`. */
+export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error" | "optOutType"> & {
+  error?: string | null;
+  optOutType?: OptOutType | null;
+};
+
+/** A delivery report as kept, with whether it moved the message. */
+export interface NewStatusReport {
+  messageId: string;
+  network: string;
+  /** The network's own word (Twilio's `undelivered`, …). */
+  networkStatus: string;
+  status: MessageStatus;
+  /** When the network says it happened (ms). */
+  reportedAt: number;
+  applied: boolean;
+  error: string | null;
+}
+
+export interface MessageRepository {
+  /**
+   * Stores a message with the next timestamp of the one clock: max(the clock, the newest
+   * stored timestamp + 1 µs), taken under a lock held to commit, so timestamps increase in
+   * commit order. With a `networkId` already stored for this network and direction (a
+   * unique constraint decides), stores nothing and returns the stored row, `created: false`.
+   */
+  insert(message: NewMessage): Promise<{ row: MessageRow; created: boolean }>;
+
+  /**
+   * One statement: moves the message to `status` when the status rule
+   * (src/messages/status.ts, `statusesBefore(status)`) allows it from its current status,
+   * and sets `updatedAt`; `networkId` and `error` are set when given (non-null). False when
+   * the rule refused or no such message exists.
+   */
+  setStatus(id: string, status: MessageStatus, patch?: { networkId?: string | null; error?: string | null }): Promise<boolean>;
+
+  get(id: string): Promise<MessageRow | undefined>;
+
+  /** A message by the network's own id for it. */
+  byNetworkId(network: string, direction: MessageDirection, networkId: string): Promise<MessageRow | undefined>;
+
+  /** One contact's messages, newest first, and how many there are in all, read from one snapshot. */
+  history(phone: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+
+  /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. */
+  inboundAfter(since: number, limit: number, phone?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
+
+  /**
+   * Outbound messages of `network` not final (`queued` or `sent`), stored within the last
+   * `windowMs` and unchanged (or unchecked) for `afterMs`, least recently checked first.
+   */
+  pendingOutbound(network: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
+
+  /** Sets `updatedAt` of these messages (still not final) to now, so the next pass asks about others first. */
+  markChecked(ids: string[]): Promise<void>;
+
+  /**
+   * One statement: fails outbound messages `queued` for longer than `olderThanMs` (their
+   * process stopped before the network answered) with `error`, except those of
+   * `exceptNetwork`. Returns how many.
+   */
+  failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<number>;
+
+  /** Keeps a delivery report; its `receivedAt` is now. */
+  recordStatusReport(report: NewStatusReport): Promise<void>;
+
+  /** The newest stored timestamp (µs), 0 when there are no messages. */
+  newestTimestamp(): Promise<number>;
+}
+
+// ─── idempotency keys ──────────────────────────────────────────────────────────────────
+
+/** One request's hold on an idempotency key: whose key (an API key's id, a workflow) and the key. */
+export interface Claim {
+  scope: string;
+  key: string;
+}
+
+export interface IdempotencyRow {
+  scope: string;
+  key: string;
+  /** SHA-256 of the route and the parsed request. */
+  fingerprint: string;
+  state: "pending" | "done";
+  /** The answer to replay (JSON text); on a pending row, the answer to give once its message is sent. */
+  response: string | null;
+  /** The message this request sends, once stored. */
+  messageId: string | null;
+  /** ms since the epoch. */
+  lockedUntil: number;
+  /** ms since the epoch. */
+  createdAt: number;
+}
+
+/** A key's row as a decision needs it, with the facts computed by the database. */
+export interface IdempotencyDecisionRow extends IdempotencyRow {
+  /** The status of `messageId`'s message; null when there is no message id or the message is gone. */
+  messageStatus: MessageStatus | null;
+  /** `lockedUntil` has passed (database clock). */
+  lockExpired: boolean;
+  /** The row is older than the `ttlMs` given (database clock): it counts as absent. */
+  ttlExpired: boolean;
+}
+
+/** Primitives of the idempotency rules in src/messages/idempotency.ts. */
+export interface IdempotencyRepository {
+  /**
+   * One statement (INSERT … ON CONFLICT DO NOTHING): a new pending row, locked for `lockMs`,
+   * created now. True when this call inserted it; false when the key exists.
+   */
+  tryInsertPending(claim: Claim, fingerprint: string, lockMs: number): Promise<boolean>;
+
+  /**
+   * The key's row, locked until the transaction ends (PostgreSQL: FOR UPDATE; SQLite's
+   * write transaction holds every row), with its message's status. Call inside
+   * `transaction`. Undefined when the key does not exist.
+   */
+  lockForDecision(claim: Claim, ttlMs: number): Promise<IdempotencyDecisionRow | undefined>;
+
+  /**
+   * Takes the key over for a new attempt: no message, no answer, locked for `lockMs` from
+   * now. With `fresh` (the old record outlived its TTL), the record starts over as a new
+   * request: that fingerprint, pending, created now.
+   */
+  retake(claim: Claim, lockMs: number, fresh?: { fingerprint: string }): Promise<void>;
+
+  /** Links the key to its stored message and the answer (JSON) it will give; call in the message's transaction. */
+  attach(claim: Claim, messageId: string, response: string): Promise<void>;
+
+  /** The request is answered: `done`, with the answer (JSON) to replay. */
+  markDone(claim: Claim, response: string): Promise<void>;
+
+  /** Ends the key's lock now (its send's outcome is unknown; the record answers retries). */
+  unlock(claim: Claim): Promise<void>;
+
+  /** One statement: forgets the key if it is still pending (its request failed). */
+  release(claim: Claim): Promise<void>;
+
+  /** One statement: drops keys created more than `ttlMs` ago; returns how many. */
+  purgeExpired(ttlMs: number): Promise<number>;
+}
+
+// ─── workflows ─────────────────────────────────────────────────────────────────────────
+
+export interface WorkflowRow {
+  name: string;
+  /** Timestamp (µs, as a message's) of the last inbound message a successful run polled. */
+  cursor: number;
+  /** Failed runs in a row. */
+  failures: number;
+  /** No scheduled run before this (ms). */
+  backoffUntil: number | null;
+  /** `backoffUntil` is still ahead (database clock, when read). */
+  backingOff: boolean;
+  leaseOwner: string | null;
+  /** ms since the epoch. */
+  leaseUntil: number | null;
+  createdAt: number;
+}
+
+export type RunTrigger = "schedule" | "manual";
+export type RunStatus = "ok" | "error" | "timeout";
+
+export interface WorkflowRunRow {
+  id: string;
+  workflow: string;
+  trigger: RunTrigger;
+  dryRun: boolean;
+  /** ms since the epoch. */
+  startedAt: number;
+  endedAt: number | null;
+  status: RunStatus | "running";
+  error: string | null;
+  /** Inbound messages the run polled. */
+  handled: number;
+}
+
+/** A workflow's rows: cursor, backoff, lease, runs and its own state (`ctx.state`). */
+export interface WorkflowRepository {
+  /** One statement (INSERT … ON CONFLICT DO NOTHING): the workflow's row with this cursor, unless it exists. */
+  create(name: string, cursor: number): Promise<void>;
+
+  get(name: string): Promise<WorkflowRow | undefined>;
+
+  /** The row, locked until the transaction ends (PostgreSQL: FOR UPDATE). Call inside `transaction`. */
+  lockForUpdate(name: string): Promise<WorkflowRow | undefined>;
+
+  /** A successful run: the cursor as given, no failures, no backoff. */
+  recordSuccess(name: string, cursor: number): Promise<void>;
+
+  /** A failed run: `failures` as given, no scheduled run for `backoffMs` from now. */
+  recordFailure(name: string, failures: number, backoffMs: number): Promise<void>;
+
+  /**
+   * One statement: takes the workflow's lease for `ms` from now when it is free, expired
+   * (database clock) or already `owner`'s. False when another owner holds it.
+   */
+  acquireLease(name: string, owner: string, ms: number): Promise<boolean>;
+
+  /** One statement: extends `owner`'s lease to `ms` from now; false when it was lost to another owner. */
+  renewLease(name: string, owner: string, ms: number): Promise<boolean>;
+
+  /** One statement: lets the lease go if `owner` holds it. */
+  releaseLease(name: string, owner: string): Promise<void>;
+
+  /** Records a run that starts now (`running`). */
+  startRun(run: { id: string; workflow: string; trigger: RunTrigger; dryRun: boolean }): Promise<void>;
+
+  /** Records a run's end, now. */
+  endRun(id: string, end: { status: RunStatus; error: string | null; handled: number }): Promise<void>;
+
+  /** One statement: ends the real (not dry) runs a dead process left `running`, as errors with `error`; returns how many. */
+  endInterruptedRuns(workflow: string, error: string): Promise<number>;
+
+  /** One statement: deletes the records of ended runs that started more than `ageMs` ago; returns how many. */
+  purgeRunsOlderThan(ageMs: number): Promise<number>;
+
+  /** The runs that started last, newest first, at most `limit`. */
+  recentRuns(workflow: string, limit: number): Promise<WorkflowRunRow[]>;
+
+  /** A state value (JSON text). */
+  getState(workflow: string, key: string): Promise<string | undefined>;
+
+  /** One statement (upsert): sets a state value (JSON text). */
+  setState(workflow: string, key: string, json: string): Promise<void>;
+
+  deleteState(workflow: string, key: string): Promise<void>;
+}
+
+// ─── named leases ──────────────────────────────────────────────────────────────────────
+
+/**
+ * Leases by name that any process may take, e.g. the maintenance leader, so a task runs
+ * in one process at a time. Workflows' own leases live on their rows (WorkflowRepository).
+ */
+export interface LeaseRepository {
+  /**
+   * One statement: takes or extends the lease `name` for `ms` from now when it is free,
+   * expired (database clock) or already `owner`'s. False when another owner holds it.
+   */
+  acquire(name: string, owner: string, ms: number): Promise<boolean>;
+
+  /** One statement: lets the lease go if `owner` holds it. */
+  release(name: string, owner: string): Promise<void>;
+}
+
+// ─── API keys ──────────────────────────────────────────────────────────────────────────
+
+export interface ApiKeyRow {
+  id: string;
+  /** Unique among keys in use; a revoked key's name may be given to a new key. */
+  name: string;
+  /** SHA-256 of the key, hex. The key itself is never stored. */
+  hash: string;
+  /** The first characters of the key, to recognise it in listings. */
+  prefix: string;
+  /** ms since the epoch. */
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface ApiKeyRepository {
+  /**
+   * One statement (INSERT … ON CONFLICT DO NOTHING): stores a key created now. Undefined
+   * when a key in use already has that name.
+   */
+  create(key: Pick<ApiKeyRow, "id" | "name" | "hash" | "prefix">): Promise<ApiKeyRow | undefined>;
+
+  /** Every key, revoked ones included, oldest first. */
+  list(): Promise<ApiKeyRow[]>;
+
+  /** One statement: revokes the key in use under `name`, now; false when there is none. */
+  revoke(name: string): Promise<boolean>;
+
+  countActive(): Promise<number>;
+
+  /** The id of the key in use with this hash (hex): read on every request, so keep it one indexed lookup. */
+  activeIdByHash(hash: string): Promise<string | undefined>;
+}
+
+// ─── generations ───────────────────────────────────────────────────────────────────────
+
+/** A generated reply, sent or not. */
+export interface GenerationRow {
+  id: string;
+  phone: string;
+  body: string;
+  model: string;
+  language: string | null;
+  /** ms since the epoch. */
+  createdAt: number;
+  /** The sent message, when the reply was sent. */
+  messageId: string | null;
+}
+
+export interface GenerationRepository {
+  insert(generation: Omit<GenerationRow, "messageId">): Promise<void>;
+  /** Notes the message that sent the reply. */
+  setMessage(id: string, messageId: string): Promise<void>;
+}
+
+// ─── network state ─────────────────────────────────────────────────────────────────────
+
+/** Small values a network driver keeps (BlueBubbles' chat guids and catch-up cursor). */
+export interface NetworkStateRepository {
+  get(network: string, key: string): Promise<string | undefined>;
+  /** One statement (upsert). */
+  set(network: string, key: string, value: string): Promise<void>;
+}
+
+// ─── the storage ───────────────────────────────────────────────────────────────────────
+
+export interface Repositories {
+  readonly messages: MessageRepository;
+  readonly idempotency: IdempotencyRepository;
+  readonly workflows: WorkflowRepository;
+  readonly leases: LeaseRepository;
+  readonly apiKeys: ApiKeyRepository;
+  readonly generations: GenerationRepository;
+  readonly networkState: NetworkStateRepository;
+}
+
+export interface Storage extends Repositories {
+  readonly dialect: Dialect;
+
+  /**
+   * Runs `fn` in one transaction: all of it commits, or a throw rolls all of it back and
+   * rethrows. Writes are serialised with every other writer from the first write (SQLite:
+   * BEGIN IMMEDIATE; PostgreSQL: row locks, READ COMMITTED), and rows read with
+   * `lockForDecision` or `lockForUpdate` stay locked until the end. See the rules above:
+   * `fn` uses only `tx`.
+   */
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
+
+  /**
+   * Whether the database takes a write now (GET /health): answers within 1.8 s, false
+   * when it is read-only, locked for that long or unreachable. Never throws.
+   */
+  takesWrite(): Promise<boolean>;
+
+  /** Closes the connection(s); the storage is not used afterwards. */
+  close(): Promise<void>;
+}
