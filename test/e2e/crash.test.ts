@@ -11,9 +11,8 @@
  * may or may not be there; a send they left `queued` is marked `failed` by a start two
  * minutes later (README, Crash safety; the two minutes are simulated in the file).
  */
-import { Database } from "bun:sqlite";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
-import { startServer, tempDb, type Server } from "./harness";
+import { startServer, testDatabase, type Server, type TestDatabase } from "./harness";
 import type { MessageRecord } from "./api";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -36,15 +35,15 @@ interface Ack {
 
 const servers: Server[] = [];
 
-const db = tempDb();
+const db = await testDatabase();
 
-afterAll(() => {
+afterAll(async () => {
   for (const s of servers) s.kill();
-  db.cleanup();
+  await db.cleanup();
 });
 
-async function start(dbPath: string): Promise<Server> {
-  const server = await startServer({ dbPath, env: { RATE_LIMIT_PER_MINUTE: "0", OPENAI_API_KEY: "" } });
+async function start(db: TestDatabase): Promise<Server> {
+  const server = await startServer({ db, env: { RATE_LIMIT_PER_MINUTE: "0", OPENAI_API_KEY: "" } });
   servers.push(server);
   return server;
 }
@@ -125,10 +124,9 @@ function compare(acks: Map<string, Ack>, stored: Map<string, MessageRecord>): { 
 test(
   "SIGKILL in the middle of a write load, at three moments: every acknowledged message survives",
   async () => {
-    const dbPath = db.path;
     const acks = new Map<string, Ack>();
     const observations: string[] = [];
-    let server = await start(dbPath);
+    let server = await start(db);
 
     for (const [round, killAfter] of KILL_AFTER_MS.entries()) {
       const state = { killed: false, errorsBeforeKill: [] as string[] };
@@ -147,7 +145,7 @@ test(
       // The load really was under way when the process died.
       expect(acks.size - before).toBeGreaterThanOrEqual(20);
 
-      server = await start(dbPath);
+      server = await start(db);
       const stored = await everything(server);
       const { missing, changed } = compare(acks, stored);
       expect(missing.slice(0, 20)).toEqual([]);
@@ -177,18 +175,12 @@ test(
     const queuedBefore = [...(await everything(server)).values()].filter((m) => m.status === "queued");
     expect(await server.stop("SIGTERM")).toBe(0);
 
-    // The file itself is sound after three SIGKILLs. Then two minutes pass (the rows left
+    // A SQLite file is sound after three SIGKILLs. Then two minutes pass (the rows left
     // `queued` by the kills are moved back three minutes: README, Crash safety).
-    const file = new Database(dbPath);
-    try {
-      expect(file.query("PRAGMA integrity_check").all()).toEqual([{ integrity_check: "ok" }]);
-      const aged = file.query("UPDATE messages SET updated_at = updated_at - 180000000 WHERE status = 'queued'").run();
-      expect(aged.changes).toBe(queuedBefore.length);
-    } finally {
-      file.close();
-    }
+    if (db.dialect === "sqlite") expect(await db.query("PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
+    expect(await db.run("UPDATE messages SET updated_at = updated_at - 180000000 WHERE status = 'queued'")).toBe(queuedBefore.length);
 
-    server = await start(dbPath);
+    server = await start(db);
     const final = await everything(server);
     const { missing, changed } = compare(acks, final);
     expect(missing.slice(0, 20)).toEqual([]);
@@ -218,33 +210,32 @@ test(
     // so the crash leaves its rows the way a kill at that moment would, with their
     // timestamps moved back: one stored three minutes ago, one thirty seconds ago (which
     // may still belong to a live process sharing the file, and must be left alone).
-    const file = tempDb();
+    const file = await testDatabase();
     try {
-      let server = await start(file.path);
+      let server = await start(file);
       const before = await post(server, "/api/send", { phone: PHONES[0], message: "before the crash" });
       expect(before.status).toBe(200);
       server.kill();
       await server.proc.exited;
 
-      const db = new Database(file.path);
       // The store counts time in microseconds since the epoch (docs/operations.md).
       const now = Date.now() * 1000;
       const stale = { id: Bun.randomUUIDv7(), at: now - 180_000_000 };
       const fresh = { id: Bun.randomUUIDv7(), at: now - 30_000_000 };
-      try {
-        const columns = (db.query("PRAGMA table_info(messages)").all() as { name: string }[]).map((c) => c.name).sort();
-        // The test writes rows the way the server stores a send; it needs these columns.
-        expect(columns).toEqual(["body", "direction", "error", "id", "network", "network_id", "opt_out_type", "phone", "status", "timestamp", "updated_at"]);
-        const insert = db.query(
-          "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)",
-        );
-        insert.run(stale.id, PHONES[0] as string, "cut off three minutes ago", stale.at, stale.at);
-        insert.run(fresh.id, PHONES[0] as string, "cut off thirty seconds ago", fresh.at, fresh.at);
-      } finally {
-        db.close();
-      }
+      const columns = (
+        await file.query<{ name: string }>(
+          file.dialect === "sqlite" ? "SELECT name FROM pragma_table_info('messages')" : "SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'messages'",
+        )
+      )
+        .map((c) => c.name)
+        .sort();
+      // The test writes rows the way the server stores a send; it needs these columns.
+      expect(columns).toEqual(["body", "direction", "error", "id", "network", "network_id", "opt_out_type", "phone", "status", "timestamp", "updated_at"]);
+      const insert = "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)";
+      await file.run(insert, stale.id, PHONES[0] as string, "cut off three minutes ago", stale.at, stale.at);
+      await file.run(insert, fresh.id, PHONES[0] as string, "cut off thirty seconds ago", fresh.at, fresh.at);
 
-      server = await start(file.path);
+      server = await start(file);
       const byId = new Map((await fullHistory(server, PHONES[0] as string)).map((m) => [m.id, m]));
       expect(byId.get(before.json.message_id)?.status).toBe("delivered");
       const cutOff = byId.get(stale.id);
@@ -253,7 +244,7 @@ test(
       expect(byId.get(fresh.id)?.status).toBe("queued");
       expect(await server.stop("SIGTERM")).toBe(0);
     } finally {
-      file.cleanup();
+      await file.cleanup();
     }
   },
   60_000,

@@ -6,7 +6,6 @@
 // - status callbacks: forward only, `delivered` and `failed` final;
 // - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502);
 // - missing driver settings stop start-up with one line naming the variable.
-import { Database } from "bun:sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 // The official SDK's webhook functions, to sign and check requests as Twilio's own code does.
 import { getExpectedTwilioSignature, validateRequest } from "twilio/lib/webhooks/webhooks";
@@ -458,7 +457,7 @@ describe("start-up without the Twilio settings", () => {
   const required = ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM", "PUBLIC_URL"] as const;
 
   test.each(required)("NETWORK=twilio without %s exits non-zero with one line naming it", async (name) => {
-    const child = spawnServer({ env: twilioEnv(fake, { [name]: undefined }) });
+    const child = await spawnServer({ env: twilioEnv(fake, { [name]: undefined }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     expect(child.stdout).not.toMatch(/listening on/);
@@ -473,7 +472,7 @@ describe("start-up without the Twilio settings", () => {
     ["TWILIO_FROM", "not-a-number"],
     ["PUBLIC_URL", "textwire.example.com without scheme"],
   ])("NETWORK=twilio with a malformed %s exits non-zero with one line naming it", async (name, value) => {
-    const child = spawnServer({ env: twilioEnv(fake, { [name]: value }) });
+    const child = await spawnServer({ env: twilioEnv(fake, { [name]: value }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     const errLines = lines(child.stderr);
@@ -577,14 +576,12 @@ describe("partially_delivered and OptOutType", () => {
       expect2xx(await signed(INBOUND_PATH, params), `inbound ${text}`);
     }
     expect((await history(server, phone)).total).toBe(cases.length);
-    const db = new Database(server.dbPath, { readonly: true });
-    try {
-      const rows = db.query("SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'").all(phone) as { sid: string; type: string | null }[];
-      const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
-      expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
-    } finally {
-      db.close();
-    }
+    const rows = await server.db.query<{ sid: string; type: string | null }>(
+      "SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'",
+      phone,
+    );
+    const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
+    expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
   });
 });
 

@@ -2,28 +2,28 @@
  * No two runs of one workflow overlap, in one process (croner's `protect`) or in several
  * processes sharing the database (the lease) — docs/workflows.md, README "No overlapping runs".
  *
- * Two servers on one database file load the same slow workflow (a run takes ~1.5 s, the
+ * Two servers on one database load the same slow workflow (a run takes ~1.5 s, the
  * schedule fires every second in both). Each run writes its start and end, with the
- * process id, into a file beside the database; the runs recorded in `workflow_runs` are
+ * process id, into a file in the test's folder; the runs recorded in `workflow_runs` are
  * checked the same way.
  */
 import { Database } from "bun:sqlite";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { lines, spawnServer, startServer, tempDb, type Server, type Spawned, waitFor } from "./harness";
+import { lines, onPostgres, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type Spawned, waitFor } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
 
-const db = tempDb();
+const db = await testDatabase();
 const servers: Server[] = [];
 const spawned: Spawned[] = [];
 
-afterAll(() => {
+afterAll(async () => {
   for (const s of servers) s.kill();
   for (const p of spawned) p.kill();
-  db.cleanup();
+  await db.cleanup();
 });
 
 
@@ -73,10 +73,10 @@ export default {
     // One after the other: two processes creating a fresh database at the same moment can
     // fail to start (see "a process that opens a fresh database ..." below), which is not
     // what this test is about.
-    const a = await startServer({ dbPath: db.path, env });
+    const a = await startServer({ db, env });
     servers.push(a);
     // The second process is a worker alone (\`bun run start worker\`: no HTTP).
-    const b = spawnServer({ dbPath: db.path, mode: "worker", env });
+    const b = await spawnServer({ db, mode: "worker", env });
     spawned.push(b);
     await waitFor("the worker to schedule the workflow", 15_000, () => b.stdout.includes("workflow slow scheduled"), () => b.stdout);
 
@@ -123,15 +123,9 @@ export default {
     expect(pids).toHaveLength(2);
 
     // The run records agree: one per run in the file, all finished, none overlapping.
-    const sqlite = new Database(db.path, { readonly: true });
-    let rows: { id: string; status: string; startedAt: number; endedAt: number | null }[];
-    try {
-      rows = sqlite
-        .query("SELECT id, status, started_at AS startedAt, ended_at AS endedAt FROM workflow_runs WHERE workflow = 'slow' ORDER BY started_at")
-        .all() as typeof rows;
-    } finally {
-      sqlite.close();
-    }
+    const rows = await db.query<{ id: string; status: string; startedAt: number; endedAt: number | null }>(
+      `SELECT id, status, started_at AS "startedAt", ended_at AS "endedAt" FROM workflow_runs WHERE workflow = 'slow' ORDER BY started_at`,
+    );
     expect(rows.length).toBe(intervals.length);
     expect(rows.filter((r) => r.status !== "ok" || r.endedAt === null)).toEqual([]);
     expectNoOverlap(
@@ -142,16 +136,17 @@ export default {
   60_000,
 );
 
-test(
-  "a process that opens a fresh database while another holds its write lock waits for it instead of failing",
+// SQLite's own start-up race: PostgreSQL's is in scale.multiprocess.test.ts.
+test.skipIf(onPostgres)(
+  "a process that opens a fresh SQLite file while another holds its write lock waits for it instead of failing",
   async () => {
     // What a second server meets when it starts beside a first one that is creating the
     // database file (switching it to WAL, applying migrations): README "Several processes
     // may share one database file"; src/db/client.ts: "busy_timeout waits for the other
     // process's write lock instead of failing".
-    const fresh = tempDb();
+    const fresh = sqliteDatabase();
     try {
-      const holder = new Database(fresh.path, { create: true });
+      const holder = new Database(fresh.url, { create: true });
       holder.run("BEGIN EXCLUSIVE");
       holder.run("CREATE TABLE holder_of_the_lock (x)");
       let released = false;
@@ -163,7 +158,7 @@ test(
       let server: Server | undefined;
       let failure: unknown;
       try {
-        server = await startServer({ dbPath: fresh.path });
+        server = await startServer({ db: fresh });
         servers.push(server);
       } catch (err) {
         failure = err;
@@ -174,7 +169,7 @@ test(
       expect(server!.url).toStartWith("http://127.0.0.1:");
       expect((await server!.fetch("/api/messages/poll")).status).toBe(200);
     } finally {
-      fresh.cleanup();
+      await fresh.cleanup();
     }
   },
   30_000,
@@ -183,7 +178,7 @@ test(
 test(
   "\`bun run start api\` serves HTTP and runs no workflow",
   async () => {
-    const own = tempDb();
+    const own = await testDatabase();
     try {
       const wfDir = join(own.dir, "workflows");
       mkdirSync(wfDir);
@@ -194,21 +189,16 @@ test(
 export default { name: "busy", schedule: "* * * * * *", run() { appendFileSync(${JSON.stringify(trace)}, "ran\\n"); } };
 `,
       );
-      const api = await startServer({ dbPath: own.path, mode: "api", env: { WORKFLOWS_DIR: wfDir } });
+      const api = await startServer({ db: own, mode: "api", env: { WORKFLOWS_DIR: wfDir } });
       servers.push(api);
       // More than two ticks of the schedule.
       await Bun.sleep(2500);
       expect(await Bun.file(trace).exists()).toBe(false);
       expect(api.stdout).not.toContain("workflow busy");
       expect(await api.stop()).toBe(0);
-      const sqlite = new Database(own.path, { readonly: true });
-      try {
-        expect(sqlite.query("SELECT count(*) AS n FROM workflow_runs").get()).toEqual({ n: 0 });
-      } finally {
-        sqlite.close();
-      }
+      expect(await own.query("SELECT count(*) AS n FROM workflow_runs")).toEqual([{ n: 0 }]);
     } finally {
-      own.cleanup();
+      await own.cleanup();
     }
   },
   30_000,
