@@ -1,42 +1,36 @@
 import { createKeyVerifier } from "./auth/keys";
 import { createRateLimiter, type RateLimiter } from "./api/rate-limit";
 import type { Config } from "./config";
-import type { Db } from "./db/client";
+import type { Storage } from "./db/port";
 import { createConfiguredGenerator } from "./generator/configured";
 import type { Generator } from "./generator/generator";
 import type { Logger } from "./log";
-import { createIdempotencyStore, type IdempotencyStore } from "./messages/idempotency";
 import { networkStateStore } from "./messages/network-events";
-import { createMessageStore, type MessageStore } from "./messages/store";
 import { createNetwork, type NetworkDriver } from "./network";
 
 /** Everything a request or a workflow run needs, built once at start. */
 export interface App {
   config: Config;
-  db: Db;
+  storage: Storage;
   log: Logger;
-  store: MessageStore;
-  idempotency: IdempotencyStore;
   network: NetworkDriver;
   /** Null when no OPENAI_API_KEY is set. */
   generator: Generator | null;
-  verifyKey: (key: string) => string | null;
+  verifyKey: (key: string) => Promise<string | null>;
   /** Per API key; absent when RATE_LIMIT_PER_MINUTE is 0. */
   keyLimiter: RateLimiter | null;
   /** Failed authentications per client address. */
   authFailures: RateLimiter;
 }
 
-export function createApp(config: Config, db: Db, log: Logger): App {
+export function createApp(config: Config, storage: Storage, log: Logger): App {
   return {
     config,
-    db,
+    storage,
     log,
-    store: createMessageStore(db),
-    idempotency: createIdempotencyStore(db),
-    network: createNetwork(config, { log, state: networkStateStore(db, config.NETWORK) }),
+    network: createNetwork(config, { log, state: networkStateStore(storage, config.NETWORK) }),
     generator: createConfiguredGenerator(config),
-    verifyKey: createKeyVerifier(db, config.API_KEYS),
+    verifyKey: createKeyVerifier(storage.apiKeys, config.API_KEYS),
     keyLimiter:
       config.RATE_LIMIT_PER_MINUTE > 0
         ? createRateLimiter({ perMinute: config.RATE_LIMIT_PER_MINUTE, burst: config.RATE_LIMIT_BURST })

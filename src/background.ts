@@ -72,11 +72,11 @@ export async function keepTrying(
 
 /**
  * Runs a write now; when it fails, logs it and keeps trying in the background (keepTrying).
- * Returns whether it was written now. For writes whose caller must answer anyway.
+ * Resolves to whether it was written now. For writes whose caller must answer anyway.
  */
-export function writeOrRetry(what: string, write: () => unknown, log: Logger): boolean {
+export async function writeOrRetry(what: string, write: () => unknown, log: Logger): Promise<boolean> {
   try {
-    write();
+    await write();
     return true;
   } catch (err) {
     log.warn(`${what} failed; will retry`, { error: errorText(err) });

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { createApp } from "./app";
 import { createKey, listKeys, revokeKey } from "./auth/keys";
 import { ConfigError, loadConfig } from "./config";
-import { DatabaseError, openDb } from "./db/client";
+import { DatabaseError, openStorage } from "./db";
 import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
 import { inboundInput, sendInput } from "./messages/schemas";
@@ -29,10 +29,10 @@ Configuration comes from the same environment as the server (DATABASE_URL, NETWO
 
 class UsageError extends Error {}
 
-function openApp() {
+async function openApp() {
   const config = loadConfig();
-  const db = openDb(config.DATABASE_URL);
-  return createApp(config, db, createLogger(config.LOG_LEVEL === "debug" ? "debug" : "warn", {}, (l) => process.stderr.write(l)));
+  const storage = await openStorage(config.DATABASE_URL);
+  return createApp(config, storage, createLogger(config.LOG_LEVEL === "debug" ? "debug" : "warn", {}, (l) => process.stderr.write(l)));
 }
 
 const print = (value: unknown) => process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
@@ -44,19 +44,20 @@ function expectArgs(args: string[], names: string[]): string[] {
 
 async function keys(args: string[]) {
   const [sub, ...rest] = args;
-  const { db } = openApp();
+  const { storage } = await openApp();
+  const keys = storage.apiKeys;
   try {
     switch (sub) {
       case "create": {
         const { values, positionals } = parseArgs({ args: rest, options: { name: { type: "string" } }, strict: true, allowPositionals: true });
         if (!values.name || positionals.length) throw new UsageError("keys create takes --name NAME");
-        const { key } = createKey(db, values.name);
+        const { key } = await createKey(keys, values.name);
         print(key);
         process.stderr.write(`Created key "${values.name}". Store it now: it is not shown again.\n`);
         return;
       }
       case "list": {
-        const rows = listKeys(db);
+        const rows = await listKeys(keys);
         if (rows.length === 0) return print("no keys stored (keys from API_KEYS are not listed)");
         print(["NAME".padEnd(24) + "PREFIX".padEnd(14) + "CREATED".padEnd(26) + "STATUS"]
           .concat(rows.map((k) => k.name.padEnd(24) + `${k.prefix}…`.padEnd(14) + k.createdAt.padEnd(26) + (k.revokedAt ? `revoked ${k.revokedAt}` : "active")))
@@ -65,7 +66,7 @@ async function keys(args: string[]) {
       }
       case "revoke": {
         const [name] = expectArgs(rest, ["NAME"]);
-        revokeKey(db, name!);
+        await revokeKey(keys, name!);
         print(`revoked ${name}`);
         return;
       }
@@ -73,13 +74,13 @@ async function keys(args: string[]) {
         throw new UsageError(`unknown keys command ${sub ? `"${sub}"` : "(none)"}; use create, list or revoke`);
     }
   } finally {
-    db.$client.close();
+    await storage.close();
   }
 }
 
 async function workflows(args: string[]) {
   const [sub, ...rest] = args;
-  const app = openApp();
+  const app = await openApp();
   try {
     if (app.config.WORKFLOWS_DIR === "off") throw new UsageError("WORKFLOWS_DIR is off");
     const { workflows: loaded, problems } = await loadWorkflows(app.config.WORKFLOWS_DIR);
@@ -93,7 +94,7 @@ async function workflows(args: string[]) {
           const timezone = wf.timezone ?? "UTC";
           const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
           const next = unmet ? "not scheduled" : (new Cron(wf.schedule, { timezone, paused: true }).nextRun()?.toISOString() ?? "never");
-          const last = deps.store.lastRun(wf.name);
+          const [last] = await deps.storage.workflows.recentRuns(wf.name, 1);
           const result = last
             ? `${last.status}${last.error ? ` (${last.error})` : ""} at ${new Date(last.startedAt).toISOString()}, ${last.handled} handled`
             : "never run";
@@ -117,7 +118,7 @@ async function workflows(args: string[]) {
         throw new UsageError(`unknown workflows command ${sub ? `"${sub}"` : "(none)"}; use list or run`);
     }
   } finally {
-    app.db.$client.close();
+    await app.storage.close();
   }
 }
 
@@ -130,24 +131,24 @@ async function main(argv: string[]) {
       return workflows(args);
     case "send": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
-      const app = openApp();
+      const app = await openApp();
       try {
         const sent = await sendMessage(app, parseInput(sendInput(app.config.MAX_MESSAGE_LENGTH), { phone, message }));
         return print({ success: true, message_id: sent.id, timestamp: sent.timestamp, status: sent.status });
       } finally {
-        app.db.$client.close();
+        await app.storage.close();
       }
     }
     case "inbound": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
-      const app = openApp();
+      const app = await openApp();
       try {
         if (app.network.name !== "loopback") throw new UsageError(`inbound works on the loopback network (NETWORK is ${app.network.name})`);
         const input = parseInput(inboundInput(app.config.MAX_MESSAGE_LENGTH), { phone, message });
-        const { record } = recordInbound(app, "loopback", input);
+        const { record } = await recordInbound(app.storage.messages, "loopback", input);
         return print({ success: true, message_id: record.id, timestamp: record.timestamp });
       } finally {
-        app.db.$client.close();
+        await app.storage.close();
       }
     }
     case undefined:

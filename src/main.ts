@@ -3,16 +3,19 @@ import { createApp, type App } from "./app";
 import { repeatEvery, type Repeating } from "./background";
 import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
-import { DatabaseError, openDb, type Db } from "./db/client";
+import { DatabaseError, openStorage, type Storage } from "./db";
 import { createLogger, errorText, type Logger } from "./log";
+import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
 import type { Scheduler } from "./workflows/scheduler";
-import { createWorkflowStore } from "./workflows/store";
 import { startWorker } from "./workflows/worker";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 /** A send still `queued` after this was cut off by a crash (drivers give up far sooner). */
 const STALE_QUEUED_MS = 2 * 60_000;
+const STALE_QUEUED_ERROR = "interrupted: the process stopped before the network confirmed the send";
+/** The lease of the process that runs maintenance, when several share the database. */
+const MAINTENANCE_LEASE = "maintenance";
 /** How often to ask a network for what its webhooks missed (BlueBubbles does not retry them). */
 const CATCH_UP_EVERY_MS = 3 * 60_000;
 const MODES = ["all", "api", "worker"] as const;
@@ -38,9 +41,9 @@ function configOrExit(): Config {
   }
 }
 
-function dbOrExit(url: string): Db {
+async function storageOrExit(url: string): Promise<Storage> {
   try {
-    return openDb(url);
+    return await openStorage(url);
   } catch (err) {
     if (err instanceof DatabaseError) fail(err.message);
     throw err;
@@ -48,24 +51,39 @@ function dbOrExit(url: string): Db {
 }
 
 /** Creates a key when none exists at all, and prints it: the only time a key is written out. */
-function ensureSomeKey(app: App) {
-  if (app.config.API_KEYS.length > 0 || countActiveKeys(app.db) > 0) return;
-  const { key } = createKey(app.db, "default");
+async function ensureSomeKey(app: App) {
+  if (app.config.API_KEYS.length > 0 || (await countActiveKeys(app.storage.apiKeys)) > 0) return;
+  const { key } = await createKey(app.storage.apiKeys, "default");
   process.stdout.write(`\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`);
 }
 
-function startMaintenance(app: App, log: Logger) {
-  const runs = createWorkflowStore(app.db);
+/**
+ * The database's housekeeping, done by one process at a time: the one holding the
+ * maintenance lease, renewed every round (it outlives one late round).
+ */
+function startMaintenance(app: App, log: Logger, owner: string) {
+  const { storage } = app;
+  const everyMs = app.config.MAINTENANCE_INTERVAL_MS;
   const retentionMs = app.config.WORKFLOW_RUNS_RETENTION_DAYS * 24 * 60 * 60_000;
   // A network that reconciles settles its own queued sends (their outcome may be unknown).
-  return repeatEvery("maintenance", app.config.MAINTENANCE_INTERVAL_MS, () => {
-    const failed = app.store.failStaleQueued(STALE_QUEUED_MS, app.network.reconcile ? app.network.name : undefined);
+  const exceptNetwork = app.network.reconcile ? app.network.name : undefined;
+  const repeating = repeatEvery("maintenance", everyMs, async () => {
+    if (!(await storage.leases.acquire(MAINTENANCE_LEASE, owner, 3 * everyMs))) return;
+    const failed = await storage.messages.failStaleQueued(STALE_QUEUED_MS, STALE_QUEUED_ERROR, exceptNetwork);
     if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
-    const purged = app.idempotency.purgeExpired();
+    const purged = await storage.idempotency.purgeExpired(IDEMPOTENCY_TTL_MS);
     if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
-    const oldRuns = runs.purgeRunsBefore(Date.now() - retentionMs);
+    const oldRuns = await storage.workflows.purgeRunsOlderThan(retentionMs);
     if (oldRuns > 0) log.info("deleted old workflow run records", { count: oldRuns });
   }, log);
+  return {
+    /** Stops and lets the lease go, so another process takes over at once. */
+    async stop() {
+      repeating.stop();
+      // When the database does not answer, the lease expires on its own.
+      await storage.leases.release(MAINTENANCE_LEASE, owner).catch(() => {});
+    },
+  };
 }
 
 function startCatchUp(app: App, log: Logger) {
@@ -117,11 +135,13 @@ function startHttp(app: App, log: Logger) {
 const mode = modeOf(process.argv[2]);
 const config = configOrExit();
 const log = createLogger(config.LOG_LEVEL);
-const db = dbOrExit(config.DATABASE_URL);
-const app = createApp(config, db, log);
+const storage = await storageOrExit(config.DATABASE_URL);
+const app = createApp(config, storage, log);
+/** This process, as owner of leases. */
+const owner = `${process.pid}:${Bun.randomUUIDv7()}`;
 
 let stopping = false;
-let maintenance: Repeating | undefined;
+let maintenance: ReturnType<typeof startMaintenance> | undefined;
 let catchUp: Repeating | undefined;
 let reconcile: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
@@ -130,18 +150,17 @@ let worker: Promise<Scheduler | undefined> | undefined;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  maintenance?.stop();
+  const released = maintenance?.stop();
   catchUp?.stop();
   reconcile?.stop();
   log.info("shutting down", { signal });
   const forced = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");
-    db.$client.close();
     process.exit(0);
   }, SHUTDOWN_GRACE_MS + 1000);
-  await Promise.all([server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS))]);
+  await Promise.all([released, server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS))]);
   clearTimeout(forced);
-  db.$client.close();
+  await storage.close();
   log.info("stopped");
   process.exit(0);
 }
@@ -149,11 +168,11 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
-maintenance = startMaintenance(app, log);
+maintenance = startMaintenance(app, log, owner);
 if (mode !== "worker") {
   catchUp = startCatchUp(app, log);
   reconcile = startReconcile(app, log);
-  ensureSomeKey(app);
+  await ensureSomeKey(app);
   server = startHttp(app, log);
   if (config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
   if (config.NETWORK === "bluebubbles" && config.BLUEBUBBLES_SEND_TIMEOUT_MS < 120_000) {

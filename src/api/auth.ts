@@ -11,9 +11,14 @@ const BEARER = /^bearer +(\S+) *$/i;
  * refused by that count: a valid key always gets past it. Returns the key's id and the
  * headers the response carries; throws 401 or 429.
  */
-export function authenticate(app: App, req: Request, clientAddress: string, calls = 1): { keyId: string; headers: Record<string, string> } {
+export async function authenticate(
+  app: App,
+  req: Request,
+  clientAddress: string,
+  calls = 1,
+): Promise<{ keyId: string; headers: Record<string, string> }> {
   const key = BEARER.exec(req.headers.get("authorization") ?? "")?.[1];
-  const keyId = key ? app.verifyKey(key) : null;
+  const keyId = key ? await app.verifyKey(key) : null;
   if (!keyId) {
     const failures = app.authFailures.take(clientAddress);
     if (!failures.allowed) {

@@ -1,5 +1,4 @@
 import type { App } from "../app";
-import { databaseTakesWrite } from "../db/client";
 
 export interface Health {
   status: "ok" | "unavailable";
@@ -8,5 +7,5 @@ export interface Health {
 
 /** What GET /health answers: 200 when `ok`, 503 when the database does not take a write within 2 s (docs/operations.md). */
 export async function checkHealth(app: App): Promise<Health> {
-  return (await databaseTakesWrite(app.db)) ? { status: "ok" } : { status: "unavailable", reason: "database" };
+  return (await app.storage.takesWrite()) ? { status: "ok" } : { status: "unavailable", reason: "database" };
 }

@@ -199,7 +199,7 @@ export function createHttpHandler(app: App): HttpHandler {
     const driver = app.network;
     const subpath = url.pathname.slice(`/webhooks/${driver.name}/`.length);
     const { response, ...events } = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
-    const applied = applyNetworkEvents(app.store, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH });
+    const applied = await applyNetworkEvents(app.storage.messages, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH });
     app.log.info("webhook", { network: driver.name, ...applied });
     return response;
   };
@@ -264,7 +264,7 @@ export function createHttpHandler(app: App): HttpHandler {
     }
     if (row.auth) {
       try {
-        const { keyId, headers } = authenticate(app, req, ctx.ip, row.auth === "trpc" ? trpcCalls(url) : 1);
+        const { keyId, headers } = await authenticate(app, req, ctx.ip, row.auth === "trpc" ? trpcCalls(url) : 1);
         ctx.keyId = keyId;
         Object.assign(ctx.responseHeaders, headers);
       } catch (err) {

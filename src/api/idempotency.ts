@@ -16,7 +16,7 @@ export async function idempotentMutation<T>(
   const header = ctx.req.headers.get("idempotency-key");
   if (header === null) return run();
   const claim = { scope: `key:${ctx.keyId}`, key: checkIdempotencyKey(header) };
-  const { answer, replayed } = await runIdempotent(ctx.app.idempotency, claim, fingerprint(route, input), lockMs, run, ctx.app.log);
+  const { answer, replayed } = await runIdempotent(ctx.app.storage, claim, fingerprint(route, input), lockMs, run, ctx.app.log);
   if (replayed) ctx.responseHeaders["Idempotent-Replayed"] = "true";
   return answer;
 }

@@ -122,10 +122,10 @@ export interface MessageRepository {
 
   /**
    * One statement: fails outbound messages `queued` for longer than `olderThanMs` (their
-   * process stopped before the network answered), except those of `exceptNetwork`.
-   * Returns how many.
+   * process stopped before the network answered) with `error`, except those of
+   * `exceptNetwork`. Returns how many.
    */
-  failStaleQueued(olderThanMs: number, exceptNetwork?: string): Promise<number>;
+  failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<number>;
 
   /** Keeps a delivery report; its `receivedAt` is now. */
   recordStatusReport(report: NewStatusReport): Promise<void>;
@@ -275,14 +275,14 @@ export interface WorkflowRepository {
   /** Records a run's end, now. */
   endRun(id: string, end: { status: RunStatus; error: string | null; handled: number }): Promise<void>;
 
-  /** One statement: ends the real runs a dead process left `running` (as errors); returns how many. */
-  endInterruptedRuns(workflow: string): Promise<number>;
+  /** One statement: ends the real (not dry) runs a dead process left `running`, as errors with `error`; returns how many. */
+  endInterruptedRuns(workflow: string, error: string): Promise<number>;
 
   /** One statement: deletes the records of ended runs that started more than `ageMs` ago; returns how many. */
   purgeRunsOlderThan(ageMs: number): Promise<number>;
 
-  /** The run that started last. */
-  lastRun(workflow: string): Promise<WorkflowRunRow | undefined>;
+  /** The runs that started last, newest first, at most `limit`. */
+  recentRuns(workflow: string, limit: number): Promise<WorkflowRunRow[]>;
 
   /** A state value (JSON text). */
   getState(workflow: string, key: string): Promise<string | undefined>;

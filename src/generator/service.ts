@@ -1,7 +1,4 @@
-import { eq } from "drizzle-orm";
 import type { Config } from "../config";
-import type { Db } from "../db/client";
-import { generations } from "../db/schema";
 import { AppError } from "../errors";
 import type { Claim } from "../messages/idempotency";
 import { sendMessage, type MessagingDeps } from "../messages/service";
@@ -10,7 +7,6 @@ import { isoTime } from "../messages/time";
 import type { GenerateRequest, Generator } from "./generator";
 
 export interface GeneratorDeps extends MessagingDeps {
-  db: Db;
   generator: Generator | null;
   config: Pick<Config, "MAX_MESSAGE_LENGTH">;
 }
@@ -51,10 +47,7 @@ export async function generateReply(
 
   const createdAt = Date.now();
   const id = Bun.randomUUIDv7();
-  deps.db
-    .insert(generations)
-    .values({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null, createdAt })
-    .run();
+  await deps.storage.generations.insert({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null, createdAt });
   if (!request.autoSend) return { text, id, sent: false, timestamp: isoTime(createdAt * 1000) };
 
   const { claim } = opts;
@@ -63,6 +56,6 @@ export async function generateReply(
     { phone: request.phone, message: text },
     claim && { claim, answer: (record) => generatedAnswer({ text, id: record.id, sent: true, timestamp: record.timestamp }) },
   );
-  deps.db.update(generations).set({ messageId: sent.id }).where(eq(generations.id, id)).run();
+  await deps.storage.generations.setMessage(id, sent.id);
   return { text, id: sent.id, sent: true, timestamp: sent.timestamp };
 }

@@ -1,11 +1,8 @@
-import { and, eq } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { networkState } from "../db/schema";
+import type { MessageRepository, Storage } from "../db/port";
 import type { Logger } from "../log";
 import type { DriverState, NetworkDriver, WebhookEvents } from "../network/driver";
 import { isE164 } from "./phone";
 import { recordInbound } from "./service";
-import type { MessageStore } from "./store";
 import { cleanInboundText } from "./text";
 
 export interface AppliedEvents {
@@ -25,13 +22,13 @@ export interface AppliedEvents {
  * Inbound text of every network passes the rules of a sent message first (cleanInboundText:
  * cleaned or cut with a mark, never refused, since the network will not send it again).
  */
-export function applyNetworkEvents(
-  store: MessageStore,
+export async function applyNetworkEvents(
+  messages: MessageRepository,
   network: string,
   events: WebhookEvents,
   log: Logger,
   opts: { maxMessageLength: number },
-): AppliedEvents {
+): Promise<AppliedEvents> {
   const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0 };
   for (const m of events.inbound) {
     if (!isE164(m.phone)) {
@@ -44,7 +41,7 @@ export function applyNetworkEvents(
       log.warn("inbound message with no readable text skipped", { network, networkId: m.networkId });
       continue;
     }
-    const { duplicate } = recordInbound({ store }, network, {
+    const { duplicate } = await recordInbound(messages, network, {
       phone: m.phone,
       message: text,
       networkId: m.networkId,
@@ -55,16 +52,16 @@ export function applyNetworkEvents(
   }
   for (const report of events.statuses) {
     const message =
-      (report.messageId ? store.get(report.messageId) : undefined) ??
-      (report.networkId ? store.byNetworkId(network, "outbound", report.networkId) : undefined);
+      (report.messageId ? await messages.get(report.messageId) : undefined) ??
+      (report.networkId ? await messages.byNetworkId(network, "outbound", report.networkId) : undefined);
     if (!message || message.direction !== "outbound") {
       result.ignored++;
       log.debug("status report about no message of ours", { network, networkId: report.networkId });
       continue;
     }
     const patch = { ...(message.networkId ? {} : { networkId: report.networkId ?? null }), ...(report.error ? { error: report.error } : {}) };
-    const applied = store.setStatus(message.id, report.status, patch);
-    store.recordStatusReport({
+    const applied = await messages.setStatus(message.id, report.status, patch);
+    await messages.recordStatusReport({
       messageId: message.id,
       network,
       networkStatus: report.networkStatus,
@@ -80,38 +77,31 @@ export function applyNetworkEvents(
 }
 
 /** A network driver's own small state (e.g. BlueBubbles chat guids), kept in the database. */
-export function networkStateStore(db: Db, network: string): DriverState {
-  const where = (key: string) => and(eq(networkState.network, network), eq(networkState.key, key));
+export function networkStateStore(storage: Storage, network: string): DriverState {
   return {
-    get: (key) => db.select({ value: networkState.value }).from(networkState).where(where(key)).get()?.value,
-    set: (key, value) => {
-      db.insert(networkState)
-        .values({ network, key, value })
-        .onConflictDoUpdate({ target: [networkState.network, networkState.key], set: { value } })
-        .run();
-    },
+    get: (key) => storage.networkState.get(network, key),
+    set: (key, value) => storage.networkState.set(network, key, value),
   };
 }
 
 /** The catch-up cursor of a network, kept in the database. */
-export function networkCursor(db: Db, network: string) {
-  const state = networkStateStore(db, network);
+export function networkCursor(storage: Storage, network: string) {
+  const state = networkStateStore(storage, network);
   return { get: () => state.get("catch-up"), set: (value: string) => state.set("catch-up", value) };
 }
 
 /** Stores what the network's webhooks missed (for networks that do not retry them). */
 export async function catchUpNetwork(deps: {
-  db: Db;
-  store: MessageStore;
+  storage: Storage;
   network: NetworkDriver;
   log: Logger;
   config: { MAX_MESSAGE_LENGTH: number };
 }): Promise<AppliedEvents | null> {
   if (!deps.network.catchUp) return null;
-  const cursor = networkCursor(deps.db, deps.network.name);
-  const events = await deps.network.catchUp(cursor.get());
-  const applied = applyNetworkEvents(deps.store, deps.network.name, events, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
-  if (events.cursor) cursor.set(events.cursor);
+  const cursor = networkCursor(deps.storage, deps.network.name);
+  const events = await deps.network.catchUp(await cursor.get());
+  const applied = await applyNetworkEvents(deps.storage.messages, deps.network.name, events, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  if (events.cursor) await cursor.set(events.cursor);
   return applied;
 }
 
@@ -125,16 +115,17 @@ const RECONCILE_WINDOW_MS = 24 * 60 * 60 * 1000;
  * (a bounded batch, oldest check first) and applies what it says as any report is.
  */
 export async function reconcileNetwork(
-  deps: { store: MessageStore; network: NetworkDriver; log: Logger; config: { MAX_MESSAGE_LENGTH: number } },
+  deps: { storage: Storage; network: NetworkDriver; log: Logger; config: { MAX_MESSAGE_LENGTH: number } },
   afterMs: number,
 ): Promise<AppliedEvents | null> {
   if (!deps.network.reconcile) return null;
-  const pending = deps.store.pendingOutbound(deps.network.name, afterMs, RECONCILE_WINDOW_MS, RECONCILE_BATCH);
+  const messages = deps.storage.messages;
+  const pending = await messages.pendingOutbound(deps.network.name, afterMs, RECONCILE_WINDOW_MS, RECONCILE_BATCH);
   if (pending.length === 0) return null;
-  deps.store.markChecked(pending.map((p) => p.id));
+  await messages.markChecked(pending.map((p) => p.id));
   const reports = await deps.network.reconcile(pending);
   const current = new Map(pending.map((p) => [p.id, p.status]));
   // A report that only repeats the status the message has is not news.
   const statuses = reports.filter((r) => !r.messageId || current.get(r.messageId) !== r.status);
-  return applyNetworkEvents(deps.store, deps.network.name, { inbound: [], statuses }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  return applyNetworkEvents(messages, deps.network.name, { inbound: [], statuses }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
 }

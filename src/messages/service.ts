@@ -3,15 +3,13 @@ import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
 import type { NetworkDriver } from "../network";
 import { SendOutcomeUnknown, type OptOutType } from "../network/driver";
-import type { Claim, IdempotencyStore } from "./idempotency";
+import type { Claim, MessageRepository, NewMessage, RecordRow, Storage } from "../db/port";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
-import type { MessageStore, RecordRow } from "./store";
 import { isoTime } from "./time";
 
 export interface MessagingDeps {
-  store: MessageStore;
+  storage: Storage;
   network: NetworkDriver;
-  idempotency: IdempotencyStore;
   log: Logger;
 }
 
@@ -52,8 +50,7 @@ export async function sendMessage(
   input: { phone: string; message: string },
   idempotent?: IdempotentSend,
 ): Promise<MessageRecord> {
-  const { row } = deps.store.insert(
-    {
+  const message: NewMessage = {
     id: Bun.randomUUIDv7(),
     phone: input.phone,
     body: input.message,
@@ -61,9 +58,16 @@ export async function sendMessage(
     status: "queued",
     network: deps.network.name,
     networkId: null,
-    },
-    idempotent && ((stored) => deps.idempotency.attach(idempotent.claim, stored.id, idempotent.answer(toRecord(stored)))),
-  );
+  };
+  const { storage } = deps;
+  // With a key, the key names its message in the same transaction: a retry finds one or the other, never half.
+  const { row } = idempotent
+    ? await storage.transaction(async (tx) => {
+        const stored = await tx.messages.insert(message);
+        await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(idempotent.answer(toRecord(stored.row))));
+        return stored;
+      })
+    : await storage.messages.insert(message);
   let result: Awaited<ReturnType<NetworkDriver["send"]>>;
   try {
     result = await deps.network.send({ id: row.id, phone: row.phone, text: row.body });
@@ -71,32 +75,32 @@ export async function sendMessage(
     if (err instanceof SendOutcomeUnknown) {
       // The message may still go out: it stays queued until the network's report or a
       // reconciliation settles it (docs/networks.md). An echo may already have done so.
-      const now = deps.store.get(row.id);
+      const now = await storage.messages.get(row.id);
       if (now && (now.status === "sent" || now.status === "delivered")) return toRecord(now);
       throw new AppError("GATEWAY_TIMEOUT", UNKNOWN_OUTCOME, {}, { message_id: row.id });
     }
     const reason = errorText(err);
-    recordStatus(deps, row.id, () => deps.store.setStatus(row.id, "failed", { error: reason }));
+    await recordStatus(deps, row.id, () => storage.messages.setStatus(row.id, "failed", { error: reason }));
     // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
-  const recorded = recordStatus(deps, row.id, () => deps.store.setStatus(row.id, result.status, { networkId: result.networkId ?? null }));
-  return toRecord((recorded && deps.store.get(row.id)) || { ...row, status: result.status });
+  const recorded = await recordStatus(deps, row.id, () => storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null }));
+  return toRecord((recorded && (await storage.messages.get(row.id))) || { ...row, status: result.status });
 }
 
 /** Writes a send's status now, or else in the background until it lands; true when written now. */
-function recordStatus(deps: MessagingDeps, id: string, write: () => unknown): boolean {
+function recordStatus(deps: MessagingDeps, id: string, write: () => Promise<unknown>): Promise<boolean> {
   return writeOrRetry("recording a send's status", write, deps.log.child({ messageId: id }));
 }
 
 /** Stores a message the network delivered to us; the same network id twice stores it once. */
-export function recordInbound(
-  deps: Pick<MessagingDeps, "store">,
+export async function recordInbound(
+  messages: MessageRepository,
   network: string,
   input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType },
-): { record: MessageRecord; duplicate: boolean } {
-  const { row, created } = deps.store.insert({
+): Promise<{ record: MessageRecord; duplicate: boolean }> {
+  const { row, created } = await messages.insert({
     id: Bun.randomUUIDv7(),
     phone: input.phone,
     body: input.message,
@@ -110,15 +114,15 @@ export function recordInbound(
 }
 
 /** One contact's messages, newest first; `limit` is clamped to 100. */
-export function listHistory(store: MessageStore, input: { phone: string; limit: number; offset: number }) {
+export async function listHistory(messages: MessageRepository, input: { phone: string; limit: number; offset: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, total } = store.history(input.phone, limit, input.offset);
+  const { rows, total } = await messages.history(input.phone, limit, input.offset);
   return { messages: rows.map(toRecord), total, limit, offset: input.offset };
 }
 
 /** Inbound messages after `since` (exclusive; omitted: from the first), oldest first. */
-export function pollInbound(store: MessageStore, input: { since?: number; phone?: string; limit: number }) {
+export async function pollInbound(messages: MessageRepository, input: { since?: number; phone?: string; limit: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, hasMore } = store.inboundAfter(input.since ?? -1, limit, input.phone);
+  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone);
   return { messages: rows.map(toRecord), count: rows.length, has_more: hasMore };
 }

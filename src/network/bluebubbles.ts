@@ -160,11 +160,11 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
   const chats = new Map<string, string>();
 
   // An empty value is a forgotten chat.
-  const remembered = (phone: string) => (chats.get(phone) ?? config.state?.get(`chat:${phone}`)) || undefined;
-  function remember(phone: string, guid: string) {
+  const remembered = async (phone: string) => (chats.get(phone) ?? (await config.state?.get(`chat:${phone}`))) || undefined;
+  async function remember(phone: string, guid: string) {
     if (chats.get(phone) === guid) return;
     chats.set(phone, guid);
-    config.state?.set(`chat:${phone}`, guid);
+    await config.state?.set(`chat:${phone}`, guid);
   }
 
   async function call(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, query = ""): Promise<BbReply> {
@@ -222,7 +222,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
    * service first, then any other (an SMS chat, or a newer macOS' `any;-;` guid).
    */
   async function findChat(phone: string): Promise<string | undefined> {
-    const known = remembered(phone);
+    const known = await remembered(phone);
     if (known) return known;
     const { status, json } = await call("POST", "handle/query", { address: phone, with: ["chats"], limit: 10, offset: 0 }, QUERY_TIMEOUT_MS);
     if (status !== 200 || !Array.isArray(json.data)) {
@@ -235,7 +235,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       .map((c) => c.guid ?? "")
       .filter((g) => g.endsWith(`;-;${phone}`));
     const guid = direct.find((g) => g.startsWith(`${service};`)) ?? direct[0];
-    if (guid) remember(phone, guid);
+    if (guid) await remember(phone, guid);
     return guid;
   }
 
@@ -277,7 +277,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
         if (reply.status === 200 && guid) return { networkId: guid, status: "sent" };
         // The chat may be gone from the Mac: looked up again next time.
-        if (reply.status === 500 && !outcomeUnknown(reply)) remember(phone, "");
+        if (reply.status === 500 && !outcomeUnknown(reply)) await remember(phone, "");
         failure(reply);
       }
       // No chat yet: chat/new (api/interfaces/chatInterface.ts createWithAppleScript sends
@@ -285,7 +285,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       const reply = await sendCall("chat/new", { addresses: [phone], message: text, service, method: "apple-script", tempGuid });
       const data = reply.json.data as { guid?: string; messages?: { guid?: string }[] } | undefined;
       if (reply.status === 200 && data?.guid) {
-        remember(phone, data.guid);
+        await remember(phone, data.guid);
         const guid = data.messages?.[0]?.guid;
         return { ...(guid ? { networkId: guid } : {}), status: "sent" };
       }
@@ -308,7 +308,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       // An inbound one-to-one message names the chat of its sender: remembered for our sends.
       if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1) {
         const chat = (event.data.chats ?? []).find((c) => c.guid?.endsWith(`;-;${events.inbound[0]!.phone}`));
-        if (chat?.guid) remember(events.inbound[0]!.phone, chat.guid);
+        if (chat?.guid) await remember(events.inbound[0]!.phone, chat.guid);
       }
       return { ...events, response: Response.json({ success: true }) };
     },
@@ -360,7 +360,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
           else if (status === 404) notFound(p);
           continue;
         }
-        const chatGuid = remembered(p.phone) ?? `${service};-;${p.phone}`;
+        const chatGuid = (await remembered(p.phone)) ?? `${service};-;${p.phone}`;
         byChat.set(chatGuid, [...(byChat.get(chatGuid) ?? []), p]);
       }
       for (const [chatGuid, list] of byChat) {

@@ -59,8 +59,8 @@ export interface PendingMessage {
 
 /** A small store of the driver's own state (kept in the database, per network). */
 export interface DriverState {
-  get(key: string): string | undefined;
-  set(key: string, value: string): void;
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
 }
 
 /**

@@ -35,11 +35,11 @@ export function createLocalBackend(app: App): MessagingBackend {
   return {
     hasGenerator: app.generator !== null,
     async poll({ since, phone, limit }) {
-      const page = pollInbound(app.store, { since, phone, limit });
+      const page = await pollInbound(app.storage.messages, { since, phone, limit });
       return { messages: page.messages, hasMore: page.has_more };
     },
     async history(input) {
-      const page = listHistory(app.store, input);
+      const page = await listHistory(app.storage.messages, input);
       return { messages: page.messages, total: page.total };
     },
     async generate(input, signal) {
@@ -51,7 +51,7 @@ export function createLocalBackend(app: App): MessagingBackend {
       const print = fingerprint("send", idempotency.anyText ? { phone: input.phone } : input);
       const answer = (r: MessageRecord) => ({ id: r.id, timestamp: r.timestamp, status: r.status });
       const { answer: record, replayed } = await runIdempotent(
-        app.idempotency,
+        app.storage,
         { scope: WORKFLOW_SCOPE, key: idempotency.key },
         print,
         SEND_LOCK_MS,

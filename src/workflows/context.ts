@@ -5,7 +5,8 @@ import { MAX_PAGE, phoneSchema, sendInput } from "../messages/schemas";
 import { isoTime, microClock, parseIsoInstant } from "../messages/time";
 import type { MessagingBackend } from "./backend";
 import type { SentMessage, WorkflowContext } from "./define";
-import type { WorkflowStore } from "./store";
+import type { WorkflowRepository } from "../db/port";
+import { getState, setState } from "./store";
 
 /** What one run's context keeps track of, for the runner to commit at the end. */
 export interface RunTrack {
@@ -28,14 +29,14 @@ export function replyKey(workflow: string, inboundId: string): string {
 export function createWorkflowContext(opts: {
   workflow: string;
   backend: MessagingBackend;
-  store: WorkflowStore;
+  workflows: WorkflowRepository;
   maxMessageLength: number;
   cursor: number;
   dryRun: boolean;
   signal: AbortSignal;
   log: Logger;
 }): { ctx: WorkflowContext; track: RunTrack } {
-  const { workflow, backend, store, dryRun, signal } = opts;
+  const { workflow, backend, workflows, dryRun, signal } = opts;
   const track: RunTrack = { cursor: opts.cursor, handled: new Set(), sends: [] };
   const dryState = new Map<string, unknown>();
   let dryIds = 0;
@@ -91,12 +92,12 @@ export function createWorkflowContext(opts: {
     state: {
       async get<T>(key: string) {
         live();
-        return (dryRun && dryState.has(key) ? dryState.get(key) : store.getState(workflow, key)) as T | undefined;
+        return (dryRun && dryState.has(key) ? dryState.get(key) : await getState(workflows, workflow, key)) as T | undefined;
       },
       async set(key, value) {
         live();
         if (dryRun) dryState.set(key, value);
-        else store.setState(workflow, key, value);
+        else await setState(workflows, workflow, key, value);
       },
     },
     log: opts.log,

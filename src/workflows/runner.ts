@@ -4,11 +4,13 @@ import { errorText } from "../log";
 import type { MessagingBackend } from "./backend";
 import { createWorkflowContext } from "./context";
 import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
-import type { RunStatus, WorkflowStore } from "./store";
+import type { Storage } from "../db/port";
+import { ensureWorkflow, finishRun, INTERRUPTED_RUN, type RunStatus } from "./store";
 
 export interface RunnerDeps {
   backend: MessagingBackend;
-  store: WorkflowStore;
+  /** Where cursors, leases and runs are kept (local even when the messages are remote). */
+  storage: Storage;
   log: Logger;
   maxMessageLength: number;
   /** This process, as lease owner. */
@@ -41,16 +43,17 @@ export async function runWorkflow(
 ): Promise<RunResult> {
   const dryRun = opts.dryRun ?? false;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
-  const row = deps.store.ensure(wf.name, deps.startCursor?.());
-  if (!dryRun && !deps.store.acquireLease(wf.name, deps.owner, leaseMs)) {
+  const workflows = deps.storage.workflows;
+  const row = await ensureWorkflow(deps.storage, wf.name, deps.startCursor?.());
+  if (!dryRun && !(await workflows.acquireLease(wf.name, deps.owner, leaseMs))) {
     return { runId: null, status: "skipped", error: "another run of this workflow is in progress", handled: 0, sends: [] };
   }
-  if (!dryRun) deps.store.endInterruptedRuns(wf.name);
+  if (!dryRun) await workflows.endInterruptedRuns(wf.name, INTERRUPTED_RUN);
 
   const runId = Bun.randomUUIDv7();
   const log = deps.log.child({ workflow: wf.name, runId });
   // Before any timer or listener: if the database refuses it, the tick fails and nothing is left running.
-  deps.store.startRun(runId, wf.name, opts.trigger, dryRun);
+  await workflows.startRun({ id: runId, workflow: wf.name, trigger: opts.trigger, dryRun });
   const abort = new AbortController();
   const timeoutMs = wf.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const timer = setTimeout(() => abort.abort(`timed out after ${timeoutMs} ms`), timeoutMs);
@@ -59,13 +62,13 @@ export async function runWorkflow(
   // A renewal that fails (a busy database) is retried sooner; one that finds the lease taken aborts the run.
   const renew = dryRun
     ? undefined
-    : repeatEvery("lease renewal", leaseMs / 3, () => {
-        if (!deps.store.renewLease(wf.name, deps.owner, leaseMs)) abort.abort("lost the lease to another process");
+    : repeatEvery("lease renewal", leaseMs / 3, async () => {
+        if (!(await workflows.renewLease(wf.name, deps.owner, leaseMs))) abort.abort("lost the lease to another process");
       }, log);
   const { ctx, track } = createWorkflowContext({
     workflow: wf.name,
     backend: deps.backend,
-    store: deps.store,
+    workflows,
     maxMessageLength: deps.maxMessageLength,
     cursor: row.cursor,
     dryRun,
@@ -93,11 +96,11 @@ export async function runWorkflow(
   // The lease stays renewed while the run's end waits for a busy database; past a lease's length,
   // the next run ends this one as interrupted and sees its messages again.
   const finish = { id: runId, workflow: wf.name, dryRun, status, error, handled, cursor: track.cursor };
-  await keepTrying("recording the run's end", () => deps.store.finishRun(finish), log, { giveUpAfterMs: leaseMs });
+  await keepTrying("recording the run's end", () => finishRun(deps.storage, finish), log, { giveUpAfterMs: leaseMs });
   renew?.stop();
   if (!dryRun) {
     try {
-      deps.store.releaseLease(wf.name, deps.owner);
+      await workflows.releaseLease(wf.name, deps.owner);
     } catch (err) {
       // Not retried later: this owner's next run may hold the lease by then. It expires on its own.
       log.warn("releasing the lease failed; it expires on its own", { error: errorText(err) });

@@ -2,6 +2,7 @@ import { Cron } from "croner";
 import { errorText, type Logger } from "../log";
 import type { Workflow } from "./define";
 import { runWorkflow, type RunnerDeps } from "./runner";
+import { ensureWorkflow } from "./store";
 
 export interface Scheduler {
   /** The workflows scheduled (those whose requirements are met). */
@@ -23,7 +24,7 @@ export function unmetRequirement(wf: Workflow, hasGenerator: boolean): string | 
  * from overlapping in this process; the lease keeps them apart across processes. Ticks
  * during a backoff are skipped; ticks missed while stopped are not replayed.
  */
-export function startScheduler(deps: RunnerDeps, workflows: Workflow[], log: Logger): Scheduler {
+export async function startScheduler(deps: RunnerDeps, workflows: Workflow[], log: Logger): Promise<Scheduler> {
   const stop = new AbortController();
   const running = new Set<Promise<unknown>>();
   const jobs: Cron[] = [];
@@ -35,7 +36,7 @@ export function startScheduler(deps: RunnerDeps, workflows: Workflow[], log: Log
       continue;
     }
     try {
-      deps.store.ensure(wf.name, deps.startCursor?.());
+      await ensureWorkflow(deps.storage, wf.name, deps.startCursor?.());
     } catch (err) {
       // Each run ensures the row again; a busy database now only delays it.
       log.warn(`workflow ${wf.name}: could not prepare its row; its first run will`, { workflow: wf.name, error: errorText(err) });
@@ -50,9 +51,9 @@ export function startScheduler(deps: RunnerDeps, workflows: Workflow[], log: Log
       },
       async () => {
         if (stop.signal.aborted) return;
-        const backoffUntil = deps.store.get(wf.name)?.backoffUntil ?? 0;
-        if (backoffUntil > Date.now()) {
-          log.debug("workflow tick skipped: backing off", { workflow: wf.name, until: new Date(backoffUntil).toISOString() });
+        const row = await deps.storage.workflows.get(wf.name);
+        if (row?.backingOff) {
+          log.debug("workflow tick skipped: backing off", { workflow: wf.name, until: new Date(row.backoffUntil ?? 0).toISOString() });
           return;
         }
         const run = runWorkflow(deps, wf, { trigger: "schedule", stop: stop.signal });

@@ -6,7 +6,6 @@ import { createLocalBackend, createRemoteBackend } from "./backend";
 import { loadWorkflows } from "./loader";
 import type { RunnerDeps } from "./runner";
 import { startScheduler, type Scheduler } from "./scheduler";
-import { createWorkflowStore } from "./store";
 
 /**
  * Local: the same service functions as the API, on the same database. Remote (TEXTWIRE_URL):
@@ -18,7 +17,7 @@ export function runnerDeps(app: App, log: Logger, remote = false): RunnerDeps {
   return {
     backend,
     startCursor: remote && url ? microClock : undefined,
-    store: createWorkflowStore(app.db),
+    storage: app.storage,
     log,
     maxMessageLength: app.config.MAX_MESSAGE_LENGTH,
     owner: `${process.pid}:${Bun.randomUUIDv7()}`,

@@ -12,7 +12,7 @@
  *
  * Same auth (SHA-256 of the bearer key, timingSafeEqual against API_KEYS, else a prepared
  * lookup by hash in api_keys; failed attempts limited per address), same SQLite settings
- * (WAL, synchronous=NORMAL, busy_timeout), same schema (the migrations in drizzle/*.sql),
+ * (WAL, synchronous=NORMAL, busy_timeout), same schema (the migrations in drizzle/sqlite/*.sql),
  * same JSON shapes and error envelope. Not a product: no tRPC, OpenAPI, idempotency keys,
  * rate limits per key or workflows.
  *
@@ -30,7 +30,7 @@ const API_KEYS = (process.env.API_KEYS ?? "").split(",").map((k) => k.trim()).fi
 const MAX_MESSAGE_LENGTH = Number(process.env.MAX_MESSAGE_LENGTH ?? 10000);
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_PAGE = 100;
-const MIGRATIONS = resolve(import.meta.dir, "../../drizzle");
+const MIGRATIONS = resolve(import.meta.dir, "../../drizzle/sqlite");
 
 // ---- database -------------------------------------------------------------------------
 

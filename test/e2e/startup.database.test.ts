@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openDb } from "../../src/db/client";
+import { openStorage } from "../../src/db";
 import { lines, onPostgres, runCli, spawnServer, sqliteDatabase, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -65,7 +65,7 @@ describe.skipIf(onPostgres)("a SQLite database that cannot be used at start", ()
 
   test("the file is read-only (immutable)", async () => {
     const db = sqliteDatabase();
-    openDb(db.url).$client.close();
+    await (await openStorage(db.url)).close();
     const made = Bun.spawnSync(["chattr", "+i", db.url]);
     expect(made.exitCode).toBe(0);
     immutable.push(db.url);

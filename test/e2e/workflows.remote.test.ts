@@ -6,12 +6,12 @@ import { join } from "node:path";
 import { createApp } from "../../src/app";
 import { createClient } from "../../src/client";
 import { loadConfig } from "../../src/config";
-import { openDb } from "../../src/db/client";
+import { openStorage } from "../../src/db";
 import { createLogger } from "../../src/log";
 import { createLocalBackend, createRemoteBackend, type MessagingBackend } from "../../src/workflows/backend";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { history, inbound, newPhone } from "./api";
-import { spawnServer, sqliteDatabase, startServer, testDatabase, waitFor, type Server, type Spawned } from "./harness";
+import { spawnServer, startServer, testDatabase, waitFor, type Server, type Spawned } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -124,12 +124,11 @@ test(
   async () => {
     const api: Server = await startServer({ mode: "api" });
     cleanup.push(() => api.kill());
-    // The local side runs in this process, on SQLite.
-    const local = sqliteDatabase();
+    const local = await testDatabase();
     cleanup.push(() => local.cleanup());
-    const db = openDb(local.url);
-    cleanup.push(() => db.$client.close());
-    const app = createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), db, createLogger("error"));
+    const storage = await openStorage(local.url);
+    cleanup.push(() => storage.close());
+    const app = createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error"));
 
     const locally = await sendScenario(createLocalBackend(app), newPhone());
     const phone = newPhone();

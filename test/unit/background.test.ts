@@ -58,7 +58,7 @@ describe("keepTrying and writeOrRetry", () => {
     const { log } = recordingLog();
     let fail = true;
     let written = false;
-    expect(writeOrRetry("a status", () => {
+    expect(await writeOrRetry("a status", () => {
       if (fail) throw new Error("database is locked");
       written = true;
     }, log)).toBe(false);

@@ -1,7 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { FakeChatModel, FakeListChatModel } from "@langchain/core/utils/testing";
-import { openDb } from "../../src/db/client";
-import { generations } from "../../src/db/schema";
 import { AppError } from "../../src/errors";
 import { ChatOpenAI } from "@langchain/openai";
 import { loadConfig } from "../../src/config";
@@ -10,29 +8,14 @@ import { createGenerator, type Generator } from "../../src/generator/generator";
 import { countryLabel, isLanguage, languageLabel } from "../../src/generator/language";
 import { promptValues } from "../../src/generator/prompt";
 import { generateReply } from "../../src/generator/service";
-import { createIdempotencyStore } from "../../src/messages/idempotency";
-import { createMessageStore } from "../../src/messages/store";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { quietLog } from "./helpers";
+import { dialects, quietLog, storages } from "./helpers";
 
 const turns = [
   { role: "user" as const, content: "Hola, ¿abren mañana?" },
   { role: "assistant" as const, content: "Sí, de 9 a 18." },
   { role: "user" as const, content: "¿Y el domingo?" },
 ];
-
-function deps(generator: Generator | null, maxLength = 10000) {
-  const db = openDb(":memory:");
-  return {
-    db,
-    store: createMessageStore(db),
-    idempotency: createIdempotencyStore(db),
-    log: quietLog,
-    network: createLoopbackNetwork(),
-    generator,
-    config: { MAX_MESSAGE_LENGTH: maxLength },
-  };
-}
 
 const listModel = (text: string, sleep?: number) =>
   createGenerator({ chatModel: new FakeListChatModel({ responses: [text], sleep }), model: "fake", timeoutMs: 1000 });
@@ -87,28 +70,33 @@ describe("createGenerator", () => {
   });
 });
 
-describe("generateReply", () => {
+describe.each(dialects)("generateReply on $name", (dialect) => {
+  const fresh = storages(dialect);
+  async function deps(generator: Generator | null, maxLength = 10000) {
+    const storage = await fresh();
+    const generations = () => dialect.rows(storage, "SELECT id, body, model, message_id AS \"messageId\" FROM generations");
+    return { storage, log: quietLog, network: createLoopbackNetwork(), generator, config: { MAX_MESSAGE_LENGTH: maxLength }, generations };
+  }
+
   test("without auto_send the generation is stored and nothing is sent", async () => {
-    const d = deps(listModel("  Hello there!  "));
+    const d = await deps(listModel("  Hello there!  "));
     const reply = await generateReply(d, { phone: "+14155550123", context: turns });
     expect(reply).toMatchObject({ text: "Hello there!", sent: false });
-    expect(d.store.history("+14155550123", 10, 0).total).toBe(0);
-    const stored = d.db.select().from(generations).all();
-    expect(stored).toHaveLength(1);
-    expect(stored[0]).toMatchObject({ id: reply.id, body: "Hello there!", model: "fake", messageId: null });
+    expect((await d.storage.messages.history("+14155550123", 10, 0)).total).toBe(0);
+    expect(await d.generations()).toEqual([{ id: reply.id, body: "Hello there!", model: "fake", messageId: null }]);
   });
 
   test("with auto_send the reply is sent and message_id is the sent message", async () => {
-    const d = deps(listModel("On its way."));
+    const d = await deps(listModel("On its way."));
     const reply = await generateReply(d, { phone: "+14155550123", context: turns, autoSend: true });
     expect(reply.sent).toBe(true);
-    const sent = d.store.get(reply.id);
+    const sent = await d.storage.messages.get(reply.id);
     expect(sent).toMatchObject({ body: "On its way.", direction: "outbound", status: "delivered" });
-    expect(d.db.select().from(generations).all()[0]?.messageId).toBe(reply.id);
+    expect((await d.generations())[0]?.messageId).toBe(reply.id);
   });
 
   test("no generator: SERVICE_UNAVAILABLE naming OPENAI_API_KEY", async () => {
-    const err = await generateReply(deps(null), { phone: "+14155550123", context: turns }).catch((e) => e);
+    const err = await generateReply(await deps(null), { phone: "+14155550123", context: turns }).catch((e) => e);
     expect(err.code).toBe("SERVICE_UNAVAILABLE");
     expect(err.message).toContain("OPENAI_API_KEY");
   });
@@ -117,11 +105,11 @@ describe("generateReply", () => {
     ["empty", "   ", 100],
     ["over-long", "x".repeat(11), 10],
   ])("%s text is a BAD_GATEWAY and nothing is sent", async (_name, text, max) => {
-    const d = deps(listModel(text), max);
+    const d = await deps(listModel(text), max);
     const err = await generateReply(d, { phone: "+14155550123", context: turns, autoSend: true }).catch((e) => e);
     expect(err.code).toBe("BAD_GATEWAY");
-    expect(d.store.history("+14155550123", 10, 0).total).toBe(0);
-    expect(d.db.select().from(generations).all()).toHaveLength(0);
+    expect((await d.storage.messages.history("+14155550123", 10, 0)).total).toBe(0);
+    expect(await d.generations()).toHaveLength(0);
   });
 });
 

@@ -1,21 +1,48 @@
 import { afterEach } from "bun:test";
-import { openDb, type Db } from "../../src/db/client";
+import type { Dialect, Storage } from "../../src/db/port";
+import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
-import { createMessageStore, type MessageStore } from "../../src/messages/store";
+
+/** A database the unit tests run on; each test file runs its storage tests once per entry of `dialects`. */
+export interface TestDialect {
+  readonly name: Dialect;
+  /**
+   * A fresh, migrated storage with no rows. With `clock` (µs since the epoch), the
+   * dialect's every time comes from it: only where `movableClock` says so.
+   */
+  open(opts?: { clock?: () => number }): Promise<Storage>;
+  /** Whether `open` takes a clock the test moves (SQLite: the process clock is its database's). */
+  readonly movableClock: boolean;
+  /** The rows of a plain SELECT on a storage `open` gave, to check what is (not) stored. */
+  rows(storage: Storage, select: string): Promise<Record<string, unknown>[]>;
+}
+
+const sqlite: TestDialect = {
+  name: "sqlite",
+  open: async (opts) => openSqliteStorage(":memory:", opts),
+  movableClock: true,
+  rows: async (storage, select) => (storage as SqliteStorage).sqlite.query(select).all() as Record<string, unknown>[],
+};
+
+/** Every dialect under test: `describe.each(dialects)("on $name", (dialect) => …)`. */
+export const dialects: TestDialect[] = [sqlite];
+
+/** The dialects whose clock a test can move (expiry after hours, clocks that jump back). */
+export const clockDialects = dialects.filter((d) => d.movableClock);
 
 /**
- * A factory of fresh, migrated in-memory databases, each closed after its test.
- * Call it once at the top of a test file (it registers that file's afterEach).
+ * A factory of fresh storages of `dialect`, each closed after its test. Call it once per
+ * describe block (it registers that block's afterEach).
  */
-export function memoryDbs(): () => Db {
-  const opened: Db[] = [];
-  afterEach(() => {
-    for (const db of opened.splice(0)) db.$client.close();
+export function storages(dialect: TestDialect): (opts?: { clock?: () => number }) => Promise<Storage> {
+  const opened: Storage[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close()));
   });
-  return () => {
-    const db = openDb(":memory:");
-    opened.push(db);
-    return db;
+  return async (opts) => {
+    const storage = await dialect.open(opts);
+    opened.push(storage);
+    return storage;
   };
 }
 
@@ -23,12 +50,6 @@ export function memoryDbs(): () => Db {
 export function manualClock(start = Date.UTC(2026, 10, 21, 9, 30, 0, 0)) {
   const clock = { t: start, now: () => clock.t };
   return clock;
-}
-
-/** A message store on `db`, driven by a manual clock. */
-export function storeWithClock(db: Db, start?: number): { db: Db; store: MessageStore; clock: ReturnType<typeof manualClock> } {
-  const clock = manualClock(start);
-  return { db, store: createMessageStore(db, clock.now), clock };
 }
 
 /** The value `fn` throws; fails the test when it returns normally. */

@@ -1,18 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { openDb } from "../../src/db/client";
 import { AppError } from "../../src/errors";
-import {
-  checkIdempotencyKey,
-  createIdempotencyStore,
-  fingerprint,
-  IDEMPOTENCY_TTL_MS,
-  runIdempotent,
-} from "../../src/messages/idempotency";
+import { beginIdempotent, checkIdempotencyKey, fingerprint, IDEMPOTENCY_TTL_MS, runIdempotent } from "../../src/messages/idempotency";
 import { sendMessage, sentAnswer, type MessagingDeps } from "../../src/messages/service";
-import { createMessageStore } from "../../src/messages/store";
-import { thrownBy } from "./helpers";
 import type { NetworkDriver } from "../../src/network/driver";
-import { quietLog } from "./helpers";
+import { clockDialects, dialects, quietLog, rejectionOf, storages, type TestDialect } from "./helpers";
 
 /** A network that takes messages, refuses them, or holds them until released. */
 function controllableNetwork() {
@@ -31,29 +22,35 @@ function controllableNetwork() {
   return { driver, sent, held, set: (m: typeof mode) => (mode = m) };
 }
 
-function setup() {
-  let t = 1_800_000_000_000;
-  const clock = { now: () => t, advance: (ms: number) => (t += ms) };
-  const db = openDb(":memory:");
-  const net = controllableNetwork();
-  const deps: MessagingDeps = {
-    store: createMessageStore(db, () => clock.now() * 1000),
-    idempotency: createIdempotencyStore(db, clock.now),
-    network: net.driver,
-    log: quietLog,
+/**
+ * Fresh storages with a network under the test's control; on a clock the test moves (ms)
+ * where the dialect has one, unless `realTime`.
+ */
+function setups(dialect: TestDialect) {
+  const fresh = storages(dialect);
+  return async (opts: { realTime?: boolean } = {}) => {
+    let t = 1_800_000_000_000;
+    const clock = { now: () => t, advance: (ms: number) => (t += ms) };
+    const storage = await fresh(dialect.movableClock && !opts.realTime ? { clock: () => clock.now() * 1000 } : {});
+    const net = controllableNetwork();
+    const deps: MessagingDeps = { storage, network: net.driver, log: quietLog };
+    const send = (key: string, message: string) =>
+      runIdempotent(storage, { scope: "key:a", key }, fingerprint("send", { phone: "+14155550123", message }), 60_000, async (claim) =>
+        sentAnswer(await sendMessage(deps, { phone: "+14155550123", message }, claim && { claim, answer: sentAnswer })),
+      quietLog);
+    const begin = (claim: { scope: string; key: string }, print: string, lockMs: number) => beginIdempotent(storage, claim, print, lockMs);
+    return { storage, deps, net, clock, send, begin };
   };
-  const send = (key: string, message: string) =>
-    runIdempotent(deps.idempotency, { scope: "key:a", key }, fingerprint("send", { phone: "+14155550123", message }), 60_000, async (claim) =>
-      sentAnswer(await sendMessage(deps, { phone: "+14155550123", message }, claim && { claim, answer: sentAnswer })),
-    quietLog);
-  return { db, deps, net, clock, send };
 }
 
 const conflict = (p: Promise<unknown>) => p.then(() => null, (e: AppError) => e.code);
+const taken = async (p: Promise<object>) => "claim" in (await p);
 
-describe("idempotency keys", () => {
+describe.each(dialects)("idempotency keys on $name", (dialect) => {
+  const setup = setups(dialect);
+
   test("a replay answers the first response and sends nothing", async () => {
-    const { send, net } = setup();
+    const { send, net } = await setup();
     const first = await send("k1", "hello");
     const again = await send("k1", "hello");
     expect(first.replayed).toBe(false);
@@ -62,91 +59,110 @@ describe("idempotency keys", () => {
   });
 
   test("the same key with another body is a CONFLICT", async () => {
-    const { send } = setup();
+    const { send } = await setup();
     await send("k1", "hello");
     expect(await conflict(send("k1", "other"))).toBe("CONFLICT");
   });
 
   test("keys are scoped: another scope may use the same key", async () => {
-    const { deps } = setup();
+    const { begin } = await setup();
     const print = fingerprint("send", {});
-    expect("claim" in deps.idempotency.begin({ scope: "key:a", key: "k" }, print, 1000)).toBe(true);
-    expect("claim" in deps.idempotency.begin({ scope: "key:b", key: "k" }, print, 1000)).toBe(true);
+    expect(await taken(begin({ scope: "key:a", key: "k" }, print, 1000))).toBe(true);
+    expect(await taken(begin({ scope: "key:b", key: "k" }, print, 1000))).toBe(true);
   });
 
   test("a failed send is not remembered: a retry really sends", async () => {
-    const { send, net, deps } = setup();
+    const { send, net, storage } = await setup();
     net.set("refuse");
     expect(await conflict(send("k1", "hello"))).toBe("BAD_GATEWAY");
     net.set("ok");
     const retry = await send("k1", "hello");
     expect(retry.replayed).toBe(false);
     expect(net.sent).toEqual(["hello"]);
-    expect(deps.store.history("+14155550123", 10, 0).rows.map((r) => r.status).sort()).toEqual(["delivered", "failed"]);
+    expect((await storage.messages.history("+14155550123", 10, 0)).rows.map((r) => r.status).sort()).toEqual(["delivered", "failed"]);
   });
 
   test("while the first request runs, the same key gets a CONFLICT and nothing is sent twice", async () => {
-    const { send, net } = setup();
+    const { send, net } = await setup();
     net.set("hold");
     const first = send("k1", "hello");
-    await Bun.sleep(1);
+    while (net.held.length === 0) await Bun.sleep(1);
     expect(await conflict(send("k1", "hello"))).toBe("CONFLICT");
     net.held.forEach((release) => release());
     await first;
     expect(net.sent).toEqual(["hello"]);
   });
 
+  test("the same key begun many times at once is taken once", async () => {
+    const { begin } = await setup();
+    const claim = { scope: "key:a", key: "k1" };
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => begin(claim, "p", 60_000)));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.status === "rejected").map((o) => ((o as PromiseRejectedResult).reason as AppError).code)).toEqual(Array(7).fill("CONFLICT"));
+  });
+
+  test("a request that died after the network took its message replays the answer", async () => {
+    const { deps, begin } = await setup();
+    const claim = { scope: "key:a", key: "k1" };
+    await begin(claim, "p", 1000);
+    const sent = await sendMessage(deps, { phone: "+14155550123", message: "hi" }, { claim, answer: sentAnswer });
+    // No markDone: the process stopped right after the network answered.
+    expect(await begin(claim, "p", 1000)).toEqual({ replay: sentAnswer(sent) });
+  });
+
+  test("a request that died before storing anything is taken over once its lock expires", async () => {
+    const { begin } = await setup({ realTime: true });
+    const claim = { scope: "key:a", key: "k1" };
+    await begin(claim, "p", 300);
+    expect(await rejectionOf(begin(claim, "p", 300))).toBeInstanceOf(AppError);
+    await Bun.sleep(350);
+    expect(await taken(begin(claim, "p", 300))).toBe(true);
+  });
+
+  test("a request whose message was left queued is in progress while locked, then answered as an unknown outcome (504, never sent again) until the message is failed", async () => {
+    const { storage, begin } = await setup({ realTime: true });
+    const claim = { scope: "key:a", key: "k1" };
+    await begin(claim, "p", 300);
+    await storage.transaction(async (tx) => {
+      await tx.messages.insert({ id: "m1", phone: "+14155550123", body: "hi", direction: "outbound", status: "queued", network: "test", networkId: null });
+      await tx.idempotency.attach(claim, "m1", JSON.stringify({ id: "m1" }));
+    });
+    expect(String(await rejectionOf(begin(claim, "p", 300)))).toContain("in progress");
+    await Bun.sleep(350);
+    const unknown = await rejectionOf(begin(claim, "p", 300));
+    expect(unknown).toBeInstanceOf(AppError);
+    expect((unknown as AppError).code).toBe("GATEWAY_TIMEOUT");
+    expect((unknown as AppError).details.message_id).toBe("m1");
+    expect(await storage.messages.failStaleQueued(300, "interrupted")).toBe(1);
+    expect((await storage.messages.get("m1"))?.status).toBe("failed");
+    expect(await taken(begin(claim, "p", 300))).toBe(true);
+  });
+});
+
+describe.each(clockDialects)("idempotency keys on $name, on a clock the test moves", (dialect) => {
+  const setup = setups(dialect);
+
   test("after 24 hours a key is forgotten and purged", async () => {
-    const { send, net, clock, deps } = setup();
+    const { send, net, clock, storage } = await setup();
     await send("k1", "hello");
     clock.advance(IDEMPOTENCY_TTL_MS + 1);
-    expect(deps.idempotency.purgeExpired()).toBe(1);
+    expect(await storage.idempotency.purgeExpired(IDEMPOTENCY_TTL_MS)).toBe(1);
     expect((await send("k1", "hello")).replayed).toBe(false);
     expect(net.sent).toEqual(["hello", "hello"]);
   });
 
-  test("a request that died before storing anything is taken over once its lock expires", () => {
-    const { deps, clock } = setup();
-    const claim = { scope: "key:a", key: "k1" };
-    deps.idempotency.begin(claim, "p", 1000);
-    expect(() => deps.idempotency.begin(claim, "p", 1000)).toThrow(AppError);
-    clock.advance(1001);
-    expect("claim" in deps.idempotency.begin(claim, "p", 1000)).toBe(true);
+  test("a key past 24 hours but not yet purged starts over, even with another request", async () => {
+    const { send, net, clock } = await setup();
+    await send("k1", "hello");
+    clock.advance(IDEMPOTENCY_TTL_MS + 1);
+    expect((await send("k1", "other")).replayed).toBe(false);
+    expect(net.sent).toEqual(["hello", "other"]);
   });
+});
 
-  test("a request that died after the network took its message replays the answer", async () => {
-    const { deps } = setup();
-    const claim = { scope: "key:a", key: "k1" };
-    deps.idempotency.begin(claim, "p", 1000);
-    const sent = await sendMessage(deps, { phone: "+14155550123", message: "hi" }, { claim, answer: sentAnswer });
-    // No complete(): the process stopped right after the network answered.
-    expect(deps.idempotency.begin(claim, "p", 1000)).toEqual({ replay: sentAnswer(sent) });
-  });
-
-  test("a request whose message was left queued is in progress while locked, then answered as an unknown outcome (504, never sent again) until the message is failed", () => {
-    const { deps, clock } = setup();
-    const claim = { scope: "key:a", key: "k1" };
-    deps.idempotency.begin(claim, "p", 1000);
-    deps.store.insert(
-      { id: "m1", phone: "+14155550123", body: "hi", direction: "outbound", status: "queued", network: "test", networkId: null },
-      (row) => deps.idempotency.attach(claim, row.id, { id: row.id }),
-    );
-    clock.advance(500);
-    expect(() => deps.idempotency.begin(claim, "p", 1000)).toThrow("in progress");
-    clock.advance(4500);
-    const unknown = thrownBy(() => deps.idempotency.begin(claim, "p", 1000));
-    expect(unknown).toBeInstanceOf(AppError);
-    expect((unknown as AppError).code).toBe("GATEWAY_TIMEOUT");
-    expect((unknown as AppError).details.message_id).toBe("m1");
-    expect(deps.store.failStaleQueued(4000)).toBe(1);
-    expect(deps.store.get("m1")?.status).toBe("failed");
-    expect("claim" in deps.idempotency.begin(claim, "p", 1000)).toBe(true);
-  });
-
-  test("keys must be 1 to 255 printable characters", () => {
-    expect(checkIdempotencyKey("order-42 retry")).toBe("order-42 retry");
-    for (const bad of ["", "x".repeat(256), "tab\there", "é"]) {
-      expect(() => checkIdempotencyKey(bad)).toThrow("idempotency-key");
-    }
-  });
+test("keys must be 1 to 255 printable characters", () => {
+  expect(checkIdempotencyKey("order-42 retry")).toBe("order-42 retry");
+  for (const bad of ["", "x".repeat(256), "tab\there", "é"]) {
+    expect(() => checkIdempotencyKey(bad)).toThrow("idempotency-key");
+  }
 });

@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { countActiveKeys, createKey, createKeyVerifier, generateKey, listKeys, revokeKey } from "../../src/auth/keys";
 import { AppError } from "../../src/errors";
-import { memoryDbs, thrownBy } from "./helpers";
+import { dialects, manualClock, rejectionOf, storages } from "./helpers";
 
-const db = memoryDbs();
-
-function codeOf(err: unknown): string {
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  const err = await rejectionOf(promise);
   expect(err).toBeInstanceOf(AppError);
   return (err as AppError).code;
 }
@@ -21,148 +20,157 @@ describe("generateKey", () => {
   });
 });
 
-describe("createKey stores only a hash", () => {
-  test("the key appears nowhere in the api_keys table", () => {
-    const d = db();
-    const { key } = createKey(d, "ci");
-    const rows = d.$client.query("SELECT * FROM api_keys").all();
-    expect(rows).toHaveLength(1);
-    const dump = JSON.stringify(rows);
-    expect(dump).not.toContain(key);
-    // Not even the secret part after the shown prefix.
-    expect(dump).not.toContain(key.slice(10));
+describe.each(dialects)("on $name", (dialect) => {
+  const fresh = storages(dialect);
+  /** The key repository of a fresh storage, on a clock the test moves (ms) where the dialect has one. */
+  const setup = async () => {
+    const clock = manualClock();
+    const storage = await fresh(dialect.movableClock ? { clock: () => clock.t * 1000 } : {});
+    return { storage, keys: storage.apiKeys, clock };
+  };
+
+  describe("createKey stores only a hash", () => {
+    test("the key appears nowhere in the api_keys table", async () => {
+      const { storage, keys } = await setup();
+      const { key } = await createKey(keys, "ci");
+      const rows = await dialect.rows(storage, "SELECT * FROM api_keys");
+      expect(rows).toHaveLength(1);
+      const dump = JSON.stringify(rows);
+      expect(dump).not.toContain(key);
+      // Not even the secret part after the shown prefix.
+      expect(dump).not.toContain(key.slice(10));
+    });
+
+    test("returns the key and its listing info", async () => {
+      const { keys, clock } = await setup();
+      clock.t = Date.UTC(2026, 10, 21, 9, 30);
+      const { key, info } = await createKey(keys, "ci");
+      expect(key).toMatch(/^tw_[A-Za-z0-9_-]{24,}$/);
+      expect(info).toEqual({ name: "ci", prefix: key.slice(0, 10), createdAt: expect.any(String), revokedAt: null });
+      if (dialect.movableClock) expect(info.createdAt).toBe("2026-11-21T09:30:00.000Z");
+      expect(await listKeys(keys)).toEqual([info]);
+    });
+
+    test("a bad name is BAD_REQUEST", async () => {
+      const { keys } = await setup();
+      for (const name of ["", "has space", "-leading-dash", "x".repeat(65), "ünïcode"]) {
+        expect(await codeOf(createKey(keys, name))).toBe("BAD_REQUEST");
+      }
+      expect(await countActiveKeys(keys)).toBe(0);
+    });
   });
 
-  test("returns the key and its listing info", () => {
-    const d = db();
-    const now = Date.UTC(2026, 10, 21, 9, 30);
-    const { key, info } = createKey(d, "ci", now);
-    expect(key).toMatch(/^tw_[A-Za-z0-9_-]{24,}$/);
-    expect(info).toEqual({ name: "ci", prefix: key.slice(0, 10), createdAt: "2026-11-21T09:30:00.000Z", revokedAt: null });
-    expect(listKeys(d)).toEqual([info]);
+  describe("key names are unique among keys in use", () => {
+    test("a second active key with the same name is CONFLICT", async () => {
+      const { keys } = await setup();
+      await createKey(keys, "ci");
+      const err = await rejectionOf(createKey(keys, "ci"));
+      expect((err as AppError).code).toBe("CONFLICT");
+      expect((err as AppError).message).toContain("ci");
+      expect(await countActiveKeys(keys)).toBe(1);
+    });
+
+    test("a revoked key's name can be reused", async () => {
+      const { keys, clock } = await setup();
+      clock.t = Date.UTC(2026, 0, 1);
+      const old = (await createKey(keys, "ci")).key;
+      clock.t = Date.UTC(2026, 0, 2);
+      await revokeKey(keys, "ci");
+      clock.t = Date.UTC(2026, 0, 3);
+      const fresh = (await createKey(keys, "ci")).key;
+      expect(fresh).not.toBe(old);
+      expect(await countActiveKeys(keys)).toBe(1);
+      const listed = (await listKeys(keys)).map((k) => [k.name, k.revokedAt === null]);
+      expect(listed).toEqual([
+        ["ci", false],
+        ["ci", true],
+      ]);
+      if (dialect.movableClock) expect((await listKeys(keys))[0]?.revokedAt).toBe("2026-01-02T00:00:00.000Z");
+      const verify = createKeyVerifier(keys, []);
+      expect(await verify(old)).toBeNull();
+      expect(await verify(fresh)).not.toBeNull();
+    });
   });
 
-  test("a bad name is BAD_REQUEST", () => {
-    const d = db();
-    for (const name of ["", "has space", "-leading-dash", "x".repeat(65), "ünïcode"]) {
-      expect(codeOf(thrownBy(() => createKey(d, name)))).toBe("BAD_REQUEST");
-    }
-    expect(countActiveKeys(d)).toBe(0);
-  });
-});
+  describe("revokeKey", () => {
+    test("an unknown name is NOT_FOUND", async () => {
+      const { keys } = await setup();
+      expect(await codeOf(revokeKey(keys, "nobody"))).toBe("NOT_FOUND");
+    });
 
-describe("key names are unique among keys in use", () => {
-  test("a second active key with the same name is CONFLICT", () => {
-    const d = db();
-    createKey(d, "ci");
-    const err = thrownBy(() => createKey(d, "ci"));
-    expect(codeOf(err)).toBe("CONFLICT");
-    expect((err as AppError).message).toContain("ci");
-    expect(countActiveKeys(d)).toBe(1);
+    test("revoking twice: the second time is NOT_FOUND", async () => {
+      const { keys } = await setup();
+      await createKey(keys, "ci");
+      await revokeKey(keys, "ci");
+      expect(await codeOf(revokeKey(keys, "ci"))).toBe("NOT_FOUND");
+    });
   });
 
-  test("a revoked key's name can be reused", () => {
-    const d = db();
-    const old = createKey(d, "ci", Date.UTC(2026, 0, 1)).key;
-    revokeKey(d, "ci", Date.UTC(2026, 0, 2));
-    const fresh = createKey(d, "ci", Date.UTC(2026, 0, 3)).key;
-    expect(fresh).not.toBe(old);
-    expect(countActiveKeys(d)).toBe(1);
-    expect(listKeys(d).map((k) => [k.name, k.revokedAt])).toEqual([
-      ["ci", "2026-01-02T00:00:00.000Z"],
-      ["ci", null],
-    ]);
-    const verify = createKeyVerifier(d, []);
-    expect(verify(old)).toBeNull();
-    expect(verify(fresh)).not.toBeNull();
-  });
-});
-
-describe("revokeKey", () => {
-  test("an unknown name is NOT_FOUND", () => {
-    const d = db();
-    expect(codeOf(thrownBy(() => revokeKey(d, "nobody")))).toBe("NOT_FOUND");
+  describe("countActiveKeys", () => {
+    test("counts keys in use, not revoked ones", async () => {
+      const { keys } = await setup();
+      expect(await countActiveKeys(keys)).toBe(0);
+      await createKey(keys, "one");
+      await createKey(keys, "two");
+      expect(await countActiveKeys(keys)).toBe(2);
+      await revokeKey(keys, "one");
+      expect(await countActiveKeys(keys)).toBe(1);
+    });
   });
 
-  test("revoking twice: the second time is NOT_FOUND", () => {
-    const d = db();
-    createKey(d, "ci");
-    revokeKey(d, "ci");
-    expect(codeOf(thrownBy(() => revokeKey(d, "ci")))).toBe("NOT_FOUND");
+  describe("createKeyVerifier accepts the right keys", () => {
+    const ENV_A = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
+    const ENV_B = "env_key_bbbbbbbbbbbbbbbbbbbbbbbb";
+
+    test("keys from the environment", async () => {
+      const verify = createKeyVerifier((await setup()).keys, [ENV_A, ENV_B]);
+      expect(await verify(ENV_A)).not.toBeNull();
+      expect(await verify(ENV_B)).not.toBeNull();
+      expect(await verify(ENV_A)).not.toBe(await verify(ENV_B));
+    });
+
+    test("stored keys, including ones created after the verifier", async () => {
+      const { keys } = await setup();
+      const before = (await createKey(keys, "before")).key;
+      const verify = createKeyVerifier(keys, []);
+      const after = (await createKey(keys, "after")).key;
+      expect(await verify(before)).not.toBeNull();
+      expect(await verify(after)).not.toBeNull();
+      expect(await verify(before)).not.toBe(await verify(after));
+    });
   });
 
-  test("records when it was revoked", () => {
-    const d = db();
-    createKey(d, "ci", Date.UTC(2026, 0, 1));
-    revokeKey(d, "ci", Date.UTC(2026, 0, 2));
-    expect(listKeys(d)[0]?.revokedAt).toBe("2026-01-02T00:00:00.000Z");
-  });
-});
+  describe("createKeyVerifier refuses the wrong keys", () => {
+    test("a revoked key is refused at once by an existing verifier", async () => {
+      const { keys } = await setup();
+      const { key } = await createKey(keys, "ci");
+      const verify = createKeyVerifier(keys, []);
+      expect(await verify(key)).not.toBeNull();
+      await revokeKey(keys, "ci");
+      expect(await verify(key)).toBeNull();
+    });
 
-describe("countActiveKeys", () => {
-  test("counts keys in use, not revoked ones", () => {
-    const d = db();
-    expect(countActiveKeys(d)).toBe(0);
-    createKey(d, "one");
-    createKey(d, "two");
-    expect(countActiveKeys(d)).toBe(2);
-    revokeKey(d, "one");
-    expect(countActiveKeys(d)).toBe(1);
-  });
-});
+    test("wrong keys are refused", async () => {
+      const { keys } = await setup();
+      const { key } = await createKey(keys, "ci");
+      const env = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
+      const verify = createKeyVerifier(keys, [env]);
+      for (const wrong of ["", "tw_", key.slice(0, -1), `${key}x`, key.toUpperCase(), env.slice(0, -1), `${env} `, generateKey()]) {
+        expect(await verify(wrong)).toBeNull();
+      }
+    });
 
-describe("createKeyVerifier accepts the right keys", () => {
-  const ENV_A = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
-  const ENV_B = "env_key_bbbbbbbbbbbbbbbbbbbbbbbb";
+    test("the stored hash itself is not a key", async () => {
+      const { storage, keys } = await setup();
+      await createKey(keys, "ci");
+      const [stored] = (await dialect.rows(storage, "SELECT hash, prefix FROM api_keys")) as { hash: string; prefix: string }[];
+      const verify = createKeyVerifier(keys, []);
+      expect(await verify(stored!.hash)).toBeNull();
+      expect(await verify(stored!.prefix)).toBeNull();
+    });
 
-  test("keys from the environment", () => {
-    const verify = createKeyVerifier(db(), [ENV_A, ENV_B]);
-    expect(verify(ENV_A)).not.toBeNull();
-    expect(verify(ENV_B)).not.toBeNull();
-    expect(verify(ENV_A)).not.toBe(verify(ENV_B));
-  });
-
-  test("stored keys, including ones created after the verifier", () => {
-    const d = db();
-    const before = createKey(d, "before").key;
-    const verify = createKeyVerifier(d, []);
-    const after = createKey(d, "after").key;
-    expect(verify(before)).not.toBeNull();
-    expect(verify(after)).not.toBeNull();
-    expect(verify(before)).not.toBe(verify(after));
-  });
-});
-
-describe("createKeyVerifier refuses the wrong keys", () => {
-  test("a revoked key is refused at once by an existing verifier", () => {
-    const d = db();
-    const { key } = createKey(d, "ci");
-    const verify = createKeyVerifier(d, []);
-    expect(verify(key)).not.toBeNull();
-    revokeKey(d, "ci");
-    expect(verify(key)).toBeNull();
-  });
-
-  test("wrong keys are refused", () => {
-    const d = db();
-    const { key } = createKey(d, "ci");
-    const env = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
-    const verify = createKeyVerifier(d, [env]);
-    for (const wrong of ["", "tw_", key.slice(0, -1), `${key}x`, key.toUpperCase(), env.slice(0, -1), `${env} `, generateKey()]) {
-      expect(verify(wrong)).toBeNull();
-    }
-  });
-
-  test("the stored hash itself is not a key", () => {
-    const d = db();
-    createKey(d, "ci");
-    const stored = d.$client.query("SELECT hash, prefix FROM api_keys").get() as { hash: string; prefix: string };
-    const verify = createKeyVerifier(d, []);
-    expect(verify(stored.hash)).toBeNull();
-    expect(verify(stored.prefix)).toBeNull();
-  });
-
-  test("no keys at all: everything is refused", () => {
-    expect(createKeyVerifier(db(), [])(generateKey())).toBeNull();
+    test("no keys at all: everything is refused", async () => {
+      expect(await createKeyVerifier((await setup()).keys, [])(generateKey())).toBeNull();
+    });
   });
 });

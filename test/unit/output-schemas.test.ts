@@ -6,13 +6,13 @@ import { createApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { historyOutput, pollOutput, sendOutput } from "../../src/messages/schemas";
-import { memoryDbs } from "./helpers";
+import { dialects, storages } from "./helpers";
 
-const newDb = memoryDbs();
 const KEY = "tw_unit_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const fresh = storages(dialects[0]!);
 
 test("real answers match the documented schemas exactly", async () => {
-  const app = createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY }), newDb(), createLogger("error"));
+  const app = createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY }), await fresh(), createLogger("error"));
   const http = createHttpHandler(app);
   const call = async (path: string, body?: unknown) => {
     const init: RequestInit = { headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" } };
@@ -24,7 +24,7 @@ test("real answers match the documented schemas exactly", async () => {
   const sent = await call("/api/send", { phone: "+14155550123", message: "out" });
   await call("/webhooks/loopback", { phone: "+14155550123", message: "in", id: "n1" });
   // A failed message carries `error`: the schema must allow it.
-  app.store.insert({ id: "f1", phone: "+14155550123", body: "lost", direction: "outbound", status: "failed", network: "loopback", networkId: null, error: "refused" });
+  await app.storage.messages.insert({ id: "f1", phone: "+14155550123", body: "lost", direction: "outbound", status: "failed", network: "loopback", networkId: null, error: "refused" });
 
   for (const [schema, answer] of [
     [sendOutput, sent],

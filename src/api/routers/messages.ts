@@ -68,7 +68,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(pollInput)
       .output(documentedOnly(pollOutput))
-      .query(({ ctx, input }) => ({ success: true, ...pollInbound(ctx.app.store, input) })),
+      .query(async ({ ctx, input }) => ({ success: true, ...(await pollInbound(ctx.app.storage.messages, input)) })),
 
     history: authedProcedure
       .meta({
@@ -84,7 +84,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(historyInput)
       .output(documentedOnly(historyOutput))
-      .query(({ ctx, input }) => ({ success: true, ...listHistory(ctx.app.store, input) })),
+      .query(async ({ ctx, input }) => ({ success: true, ...(await listHistory(ctx.app.storage.messages, input)) })),
 
     generate: authedProcedure
       .meta({

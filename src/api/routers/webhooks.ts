@@ -21,8 +21,8 @@ export const webhooksRouter = (maxMessageLength: number) =>
       })
       .input(inboundInput(maxMessageLength))
       .output(inboundOutput)
-      .mutation(({ ctx, input }) => {
-        const { record } = recordInbound(ctx.app, "loopback", { phone: input.phone, message: input.message, networkId: input.id });
+      .mutation(async ({ ctx, input }) => {
+        const { record } = await recordInbound(ctx.app.storage.messages, "loopback", { phone: input.phone, message: input.message, networkId: input.id });
         return { success: true, message_id: record.id, timestamp: record.timestamp };
       }),
   });

@@ -1,5 +1,8 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES, OPT_OUT_TYPES, RUN_STATUSES, RUN_TRIGGERS } from "../columns";
+
+// The tables and their meaning are documented on the port's row types (src/db/port.ts).
 
 export const messages = sqliteTable(
   "messages",
@@ -7,8 +10,8 @@ export const messages = sqliteTable(
     id: text("id").primaryKey(),
     phone: text("phone").notNull(),
     body: text("body").notNull(),
-    direction: text("direction", { enum: ["inbound", "outbound"] }).notNull(),
-    status: text("status", { enum: ["queued", "sent", "delivered", "failed", "received"] }).notNull(),
+    direction: text("direction", { enum: MESSAGE_DIRECTIONS }).notNull(),
+    status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
     /** Microseconds since the epoch; unique and strictly increasing in insertion order. */
     timestamp: integer("timestamp").notNull(),
     network: text("network").notNull(),
@@ -18,7 +21,7 @@ export const messages = sqliteTable(
     /** Microseconds since the epoch. */
     updatedAt: integer("updated_at").notNull(),
     /** Inbound only: STOP, START or HELP when the network classed the text as such a keyword. */
-    optOutType: text("opt_out_type", { enum: ["STOP", "START", "HELP"] }),
+    optOutType: text("opt_out_type", { enum: OPT_OUT_TYPES }),
   },
   (t) => [
     uniqueIndex("messages_timestamp_uq").on(t.timestamp),
@@ -33,21 +36,18 @@ export const messages = sqliteTable(
 export const apiKeys = sqliteTable(
   "api_keys",
   {
-  id: text("id").primaryKey(),
-  /** Unique among keys in use; a revoked key's name may be given to a new key. */
-  name: text("name").notNull(),
-  /** SHA-256 of the key, hex. The key itself is never stored. */
-  hash: text("hash").notNull().unique(),
-  /** The first characters of the key, to recognise it in listings. */
-  prefix: text("prefix").notNull(),
-  createdAt: integer("created_at").notNull(),
-  revokedAt: integer("revoked_at"),
+    id: text("id").primaryKey(),
+    /** Unique among keys in use; a revoked key's name may be given to a new key. */
+    name: text("name").notNull(),
+    /** SHA-256 of the key, hex. The key itself is never stored. */
+    hash: text("hash").notNull().unique(),
+    /** The first characters of the key, to recognise it in listings. */
+    prefix: text("prefix").notNull(),
+    createdAt: integer("created_at").notNull(),
+    revokedAt: integer("revoked_at"),
   },
   (t) => [uniqueIndex("api_keys_active_name_uq").on(t.name).where(sql`revoked_at IS NULL`)],
 );
-
-export type MessageRow = typeof messages.$inferSelect;
-export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 /** Every generated reply, sent or not. */
 export const generations = sqliteTable("generations", {
@@ -61,8 +61,6 @@ export const generations = sqliteTable("generations", {
   messageId: text("message_id"),
 });
 
-export type GenerationRow = typeof generations.$inferSelect;
-
 /** Idempotency-Key records (docs/api.md): a request's answer, kept for 24 hours. */
 export const idempotencyKeys = sqliteTable(
   "idempotency_keys",
@@ -72,7 +70,7 @@ export const idempotencyKeys = sqliteTable(
     key: text("key").notNull(),
     /** SHA-256 of the route and the parsed request: the same key with another body is a conflict. */
     fingerprint: text("fingerprint").notNull(),
-    state: text("state", { enum: ["pending", "done"] }).notNull(),
+    state: text("state", { enum: IDEMPOTENCY_STATES }).notNull(),
     /** The answer to replay; on a pending row, the answer to give once its message is sent. */
     response: text("response"),
     /** The message this request sends, once stored. */
@@ -116,11 +114,11 @@ export const workflowRuns = sqliteTable(
   {
     id: text("id").primaryKey(),
     workflow: text("workflow").notNull(),
-    trigger: text("trigger", { enum: ["schedule", "manual"] }).notNull(),
+    trigger: text("trigger", { enum: RUN_TRIGGERS }).notNull(),
     dryRun: integer("dry_run", { mode: "boolean" }).notNull(),
     startedAt: integer("started_at").notNull(),
     endedAt: integer("ended_at"),
-    status: text("status", { enum: ["running", "ok", "error", "timeout"] }).notNull(),
+    status: text("status", { enum: RUN_STATUSES }).notNull(),
     error: text("error"),
     /** Inbound messages the run polled. */
     handled: integer("handled").notNull().default(0),
@@ -137,7 +135,7 @@ export const statusReports = sqliteTable(
     network: text("network").notNull(),
     /** The network's own word (Twilio's `undelivered`, …). */
     networkStatus: text("network_status").notNull(),
-    status: text("status", { enum: ["queued", "sent", "delivered", "failed", "received"] }).notNull(),
+    status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
     /** When the network says it happened (ms), else when it arrived. */
     reportedAt: integer("reported_at").notNull(),
     receivedAt: integer("received_at").notNull(),
@@ -166,4 +164,12 @@ export const networkState = sqliteTable(
 export const contacts = sqliteTable("contacts", {
   phone: text("phone").primaryKey(),
   messages: integer("messages").notNull(),
+});
+
+/** Leases by name that any process may take (the maintenance leader). */
+export const leases = sqliteTable("leases", {
+  name: text("name").primaryKey(),
+  owner: text("owner").notNull(),
+  /** ms since the epoch. */
+  until: integer("until").notNull(),
 });

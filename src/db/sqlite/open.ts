@@ -1,20 +1,20 @@
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
+import { DatabaseError } from "../errors";
 import * as schema from "./schema";
 
-export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
-
-const MIGRATIONS = resolve(import.meta.dir, "../../drizzle");
+const MIGRATIONS = resolve(import.meta.dir, "../../../drizzle/sqlite");
 
 /**
  * Applies pending migrations. drizzle's migrator reads which are applied outside its
  * transaction, so two processes starting on a new file can both try them: the loser's
  * retry finds them applied and does nothing.
  */
-function migrateShared(db: Db) {
+function migrateShared(sqlite: Database) {
+  const db = drizzle({ client: sqlite, schema });
   for (let attempt = 1; ; attempt++) {
     try {
       migrate(db, { migrationsFolder: MIGRATIONS });
@@ -24,11 +24,6 @@ function migrateShared(db: Db) {
       Bun.sleepSync(50 * attempt);
     }
   }
-}
-
-/** The database cannot be used; `message` is one line naming DATABASE_URL and the cause. */
-export class DatabaseError extends Error {
-  override name = "DatabaseError";
 }
 
 /** Why a database cannot be opened or written, in one line for an operator. */
@@ -57,7 +52,7 @@ function causeOf(url: string, err: unknown): string {
 }
 
 /** One write, rolled back: fails when the database does not take writes (read-only, locked). */
-function probeWrite(sqlite: Database) {
+export function probeWrite(sqlite: Database) {
   sqlite.run("BEGIN IMMEDIATE");
   try {
     sqlite.run("INSERT OR REPLACE INTO network_state (network, key, value) VALUES ('textwire', 'write-check', '')");
@@ -67,11 +62,11 @@ function probeWrite(sqlite: Database) {
 }
 
 /**
- * Opens the database (creating its folder), sets the pragmas every connection needs,
+ * Opens the database file (creating its folder), sets the pragmas every connection needs,
  * applies pending migrations and checks that it takes a write. Several processes may open
  * the same file (server and CLI). Throws DatabaseError when it cannot be used.
  */
-export function openDb(url: string): Db {
+export function openSqlite(url: string): Database {
   try {
     if (url !== ":memory:") mkdirSync(dirname(resolve(url)), { recursive: true });
     const sqlite = new Database(url, { create: true, strict: true });
@@ -82,10 +77,9 @@ export function openDb(url: string): Db {
     sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run("PRAGMA synchronous = NORMAL");
     sqlite.run("PRAGMA foreign_keys = ON");
-    const db = drizzle({ client: sqlite, schema }) as Db;
-    migrateShared(db);
+    migrateShared(sqlite);
     probeWrite(sqlite);
-    return db;
+    return sqlite;
   } catch (err) {
     throw new DatabaseError(`cannot use the database at DATABASE_URL=${JSON.stringify(url)}: ${causeOf(url, err)}`);
   }
@@ -93,18 +87,17 @@ export function openDb(url: string): Db {
 
 /** How long GET /health waits for the database to take a write (it must answer within 2 s). */
 const WRITE_CHECK_MS = 1_800;
-const checkers = new WeakMap<Db, Database>();
 
 /**
- * Whether the database takes a write now, within 1.8 s, without blocking the process: a
- * second connection that never waits inside SQLite (busy_timeout 0), retried between
- * sleeps while another process holds the write lock.
+ * Whether the database takes a write now, within 1.8 s, without blocking the process:
+ * `checker` is a second connection that never waits inside SQLite (busy_timeout 0),
+ * retried between sleeps while another process holds the write lock.
  */
-export async function databaseTakesWrite(db: Db): Promise<boolean> {
+export async function takesWrite(checker: Database): Promise<boolean> {
   const deadline = Date.now() + WRITE_CHECK_MS;
   for (;;) {
     try {
-      probeWrite(checkerFor(db));
+      probeWrite(checker);
       return true;
     } catch (err) {
       const code = (err as { code?: string }).code ?? "";
@@ -114,14 +107,9 @@ export async function databaseTakesWrite(db: Db): Promise<boolean> {
   }
 }
 
-function checkerFor(db: Db): Database {
-  // An in-memory database exists only on its own connection.
-  if (db.$client.filename === ":memory:" || db.$client.filename === "") return db.$client;
-  let checker = checkers.get(db);
-  if (!checker) {
-    checker = new Database(db.$client.filename, { strict: true });
-    checker.run("PRAGMA busy_timeout = 0");
-    checkers.set(db, checker);
-  }
+/** The connection `takesWrite` uses beside `sqlite` (same file). */
+export function openChecker(sqlite: Database): Database {
+  const checker = new Database(sqlite.filename, { strict: true });
+  checker.run("PRAGMA busy_timeout = 0");
   return checker;
 }

@@ -1,0 +1,105 @@
+import type { Database } from "bun:sqlite";
+import { microClock } from "../../messages/time";
+import type { Repositories, Storage } from "../port";
+import { sqliteApiKeys } from "./api-keys";
+import { Gate, gated, inTransaction, type Sync } from "./gate";
+import { sqliteGenerations } from "./generations";
+import { sqliteIdempotency } from "./idempotency";
+import { sqliteLeases } from "./leases";
+import { sqliteMessages } from "./messages";
+import { sqliteNetworkState } from "./network-state";
+import { openChecker, openSqlite, probeWrite, takesWrite } from "./open";
+import { sqliteWorkflows } from "./workflows";
+
+export interface SqliteOptions {
+  /**
+   * The clock every time comes from, in microseconds since the epoch (default: the wall
+   * clock). Tests move it by hand; on SQLite the process clock is the database's.
+   */
+  clock?: () => number;
+}
+
+/** The SQLite storage, with its connection for tests that look at raw rows. */
+export interface SqliteStorage extends Storage {
+  readonly sqlite: Database;
+}
+
+type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
+
+/**
+ * The storage on a SQLite file (or `:memory:`), opened, migrated and checked for writes;
+ * throws DatabaseError. The unit of work: bun:sqlite is synchronous and has one connection,
+ * so `transaction` holds an in-process gate (src/db/sqlite/gate.ts) from BEGIN IMMEDIATE
+ * to COMMIT or ROLLBACK, and repository calls outside it wait for the gate only while a
+ * transaction holds it. Other processes on the same file are kept out by SQLite's write
+ * lock (busy_timeout 5 s).
+ */
+export function openSqliteStorage(url: string, opts: SqliteOptions = {}): SqliteStorage {
+  const sqlite = openSqlite(url);
+  const clock = opts.clock ?? microClock;
+  const ms = () => Math.floor(clock() / 1000);
+  const repositories: SyncRepositories = {
+    messages: sqliteMessages(sqlite, clock),
+    idempotency: sqliteIdempotency(sqlite, ms),
+    workflows: sqliteWorkflows(sqlite, ms),
+    leases: sqliteLeases(sqlite, ms),
+    apiKeys: sqliteApiKeys(sqlite, ms),
+    generations: sqliteGenerations(sqlite),
+    networkState: sqliteNetworkState(sqlite),
+  };
+  const gate = new Gate();
+  let open = false;
+  const isOpen = () => open;
+  const each = (wrap: (repository: Sync<object>) => object) =>
+    Object.fromEntries(Object.entries(repositories).map(([name, repository]) => [name, wrap(repository)])) as unknown as Repositories;
+  const outside = each((repository) => gated(repository, gate));
+  const tx = each((repository) => inTransaction(repository, isOpen));
+  const memory = sqlite.filename === ":memory:" || sqlite.filename === "";
+  let checker: Database | undefined;
+
+  return {
+    dialect: "sqlite",
+    sqlite,
+    ...outside,
+
+    async transaction(fn) {
+      await gate.take();
+      try {
+        sqlite.run("BEGIN IMMEDIATE");
+        open = true;
+        try {
+          const result = await fn(tx);
+          sqlite.run("COMMIT");
+          return result;
+        } catch (err) {
+          if (sqlite.inTransaction) sqlite.run("ROLLBACK");
+          throw err;
+        } finally {
+          open = false;
+        }
+      } finally {
+        gate.give();
+      }
+    },
+
+    async takesWrite() {
+      if (!memory) return takesWrite((checker ??= openChecker(sqlite)));
+      // An in-memory database exists only on its own connection, free of others' locks.
+      await gate.take();
+      try {
+        probeWrite(sqlite);
+        return true;
+      } catch {
+        return false;
+      } finally {
+        gate.give();
+      }
+    },
+
+    async close() {
+      await gate.take();
+      checker?.close();
+      sqlite.close();
+    },
+  };
+}

@@ -1,0 +1,119 @@
+// The storage port's own promises (src/db/port.ts), on every dialect: the unit of work,
+// conditional statements that one racer wins, and named leases.
+import { describe, expect, test } from "bun:test";
+import type { NewMessage } from "../../src/db/port";
+import { finishRun, ensureWorkflow } from "../../src/workflows/store";
+import { dialects, rejectionOf, storages } from "./helpers";
+
+const message = (id: string): NewMessage => ({ id, phone: "+14155550123", body: "hi", direction: "outbound", status: "queued", network: "loopback", networkId: null });
+
+describe.each(dialects)("on $name", (dialect) => {
+  const fresh = storages(dialect);
+
+  describe("transaction", () => {
+    test("commits every write together", async () => {
+      const storage = await fresh();
+      const claim = { scope: "s", key: "k" };
+      await storage.transaction(async (tx) => {
+        await tx.idempotency.tryInsertPending(claim, "p", 60_000);
+        await tx.messages.insert(message("m1"));
+        await tx.idempotency.attach(claim, "m1", "{}");
+      });
+      expect((await storage.messages.get("m1"))?.id).toBe("m1");
+      expect(await storage.transaction((tx) => tx.idempotency.lockForDecision(claim, 60_000))).toMatchObject({ messageId: "m1", messageStatus: "queued" });
+    });
+
+    test("a throw rolls every write back and is rethrown", async () => {
+      const storage = await fresh();
+      const err = await rejectionOf(
+        storage.transaction(async (tx) => {
+          await tx.messages.insert(message("m1"));
+          await tx.networkState.set("n", "k", "v");
+          throw new Error("changed my mind");
+        }),
+      );
+      expect(String(err)).toContain("changed my mind");
+      expect(await storage.messages.get("m1")).toBeUndefined();
+      expect(await storage.networkState.get("n", "k")).toBeUndefined();
+      // The storage is usable afterwards.
+      expect((await storage.messages.insert(message("m2"))).created).toBe(true);
+    });
+
+    test("a read outside a transaction never sees its writes before the commit", async () => {
+      const storage = await fresh();
+      let committed = false;
+      let inserted!: () => void;
+      const written = new Promise<void>((resolve) => (inserted = resolve));
+      const tx = storage.transaction(async (t) => {
+        await t.messages.insert(message("m1"));
+        inserted();
+        await Bun.sleep(30);
+        committed = true;
+      });
+      await written;
+      const seen = await storage.messages.get("m1");
+      if (!committed) expect(seen).toBeUndefined();
+      else expect(seen?.id).toBe("m1");
+      await tx;
+      expect((await storage.messages.get("m1"))?.id).toBe("m1");
+    });
+
+    test("transactions that read and then write one row do not lose each other's update", async () => {
+      const storage = await fresh();
+      await ensureWorkflow(storage, "w");
+      await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => {
+          await storage.workflows.startRun({ id: `r${i}`, workflow: "w", trigger: "schedule", dryRun: false });
+          await finishRun(storage, { id: `r${i}`, workflow: "w", dryRun: false, status: "error", handled: 0 });
+        }),
+      );
+      expect((await storage.workflows.get("w"))?.failures).toBe(5);
+    });
+
+    test("concurrent inserts get distinct, increasing timestamps in the order they were stored", async () => {
+      const storage = await fresh();
+      const rows = await Promise.all(Array.from({ length: 20 }, (_, i) => storage.messages.insert(message(`m${i}`))));
+      const stamps = rows.map((r) => r.row.timestamp);
+      expect(new Set(stamps).size).toBe(20);
+      const page = await storage.messages.history("+14155550123", 100, 0);
+      expect(page.total).toBe(20);
+      expect(page.rows.map((r) => r.timestamp)).toEqual([...stamps].sort((a, b) => b - a));
+    });
+  });
+
+  describe("named leases", () => {
+    test("one owner at a time; the owner extends it; free once released or expired", async () => {
+      const { leases } = await fresh();
+      expect(await leases.acquire("maintenance", "a", 200)).toBe(true);
+      expect(await leases.acquire("maintenance", "b", 200)).toBe(false);
+      expect(await leases.acquire("maintenance", "a", 200)).toBe(true);
+      await leases.release("maintenance", "b");
+      expect(await leases.acquire("maintenance", "b", 200)).toBe(false);
+      await leases.release("maintenance", "a");
+      expect(await leases.acquire("maintenance", "b", 200)).toBe(true);
+      await Bun.sleep(250);
+      expect(await leases.acquire("maintenance", "c", 60_000)).toBe(true);
+      expect(await leases.acquire("other", "b", 60_000)).toBe(true);
+    });
+
+    test("of many owners taking a free lease at once, one gets it", async () => {
+      const { leases } = await fresh();
+      const won = await Promise.all(Array.from({ length: 8 }, (_, i) => leases.acquire("maintenance", `owner-${i}`, 60_000)));
+      expect(won.filter(Boolean)).toHaveLength(1);
+    });
+  });
+
+  test("network state: set replaces, per network and key", async () => {
+    const { networkState } = await fresh();
+    await networkState.set("bluebubbles", "catch-up", "1");
+    await networkState.set("bluebubbles", "catch-up", "2");
+    await networkState.set("twilio", "catch-up", "x");
+    expect(await networkState.get("bluebubbles", "catch-up")).toBe("2");
+    expect(await networkState.get("twilio", "catch-up")).toBe("x");
+    expect(await networkState.get("twilio", "other")).toBeUndefined();
+  });
+
+  test("takesWrite answers true on a working database", async () => {
+    expect(await (await fresh()).takesWrite()).toBe(true);
+  });
+});
