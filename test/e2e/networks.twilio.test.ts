@@ -10,13 +10,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, te
 // The official SDK's webhook functions, to sign and check requests as Twilio's own code does.
 import { getExpectedTwilioSignature, validateRequest } from "twilio/lib/webhooks/webhooks";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
-import { lines, spawnServer, startServer, type EnvOverlay, type Server } from "./harness";
+import { lines, spawnServer, startServer, type Server } from "./harness";
 import {
+  TEST_FROM as FROM,
+  TEST_PUBLIC_URL as PUBLIC_URL,
   postTwilioWebhook,
   signTwilioRequest,
   startFakeTwilio,
   twilioInboundParams,
   twilioSid,
+  twilioEnv,
   twilioStatusParams,
   type FakeTwilio,
   type WebhookReply,
@@ -25,27 +28,9 @@ import {
 // Tests that start servers of their own wait up to 15 s for each; every wait inside is bounded.
 setDefaultTimeout(60_000);
 
-const PUBLIC_URL = "https://textwire.example.com";
-const FROM = "+14155550100";
 const INBOUND_PATH = "/webhooks/twilio";
 const STATUS_PATH = "/webhooks/twilio/status";
 const EMPTY_TWIML = /^(<\?xml[^>]*\?>)?\s*(<Response\s*\/>|<Response>\s*<\/Response>)\s*$/;
-
-/** Every network variable is set or removed explicitly: the inherited environment decides none. */
-function twilioEnv(fake: FakeTwilio, overrides: EnvOverlay = {}): EnvOverlay {
-  return {
-    NETWORK: "twilio",
-    TWILIO_API_URL: fake.url,
-    TWILIO_ACCOUNT_SID: fake.accountSid,
-    TWILIO_AUTH_TOKEN: fake.authToken,
-    TWILIO_FROM: FROM,
-    PUBLIC_URL,
-    BLUEBUBBLES_URL: undefined,
-    BLUEBUBBLES_PASSWORD: undefined,
-    WEBHOOK_SECRET: undefined,
-    ...overrides,
-  };
-}
 
 let fake: FakeTwilio;
 let server: Server;

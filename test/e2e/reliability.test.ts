@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { call, history, newPhone, type SendResult } from "./api";
 import { startServer, testDatabase, waitFor, type EnvOverlay, type Server, type TestDatabase, type WriteBlock } from "./harness";
-import { startFakeTwilio, type FakeTwilio } from "../support/fake-twilio";
+import { startFakeTwilio, twilioEnv, type FakeTwilio } from "../support/fake-twilio";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -26,17 +26,6 @@ async function serve(env: EnvOverlay = {}, db?: TestDatabase): Promise<Server> {
   const server = await startServer({ env, ...(db ? { db } : {}) });
   servers.push(server);
   return server;
-}
-
-function twilioEnv(fake: FakeTwilio): EnvOverlay {
-  return {
-    NETWORK: "twilio",
-    TWILIO_API_URL: fake.url,
-    TWILIO_ACCOUNT_SID: fake.accountSid,
-    TWILIO_AUTH_TOKEN: fake.authToken,
-    TWILIO_FROM: "+14155550100",
-    PUBLIC_URL: "https://textwire.example.com",
-  };
 }
 
 const health = async (server: Server) => {
