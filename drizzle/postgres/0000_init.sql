@@ -35,6 +35,12 @@ CREATE TABLE "idempotency_keys" (
 	CONSTRAINT "idempotency_keys_scope_key_pk" PRIMARY KEY("scope","key")
 );
 --> statement-breakpoint
+CREATE TABLE "leases" (
+	"name" text PRIMARY KEY NOT NULL,
+	"owner" text NOT NULL,
+	"until" bigint NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "message_clock" (
 	"id" boolean PRIMARY KEY DEFAULT true NOT NULL,
 	"t" bigint NOT NULL,

@@ -81,12 +81,12 @@ if (process.argv[2] === "--writer") {
   const seconds = Number(process.argv[2] ?? 5);
   const database = await createTestDatabase();
   try {
-    const db = await openPostgres(database.url, 1);
+    const pool = await openPostgres(database.url, 1);
     console.log(`| design | 1 writer | 2 writers | 3 writers |\n| --- | --- | --- | --- |`);
     for (const design of Object.keys(DESIGNS)) {
       const rates: number[] = [];
       for (const writers of [1, 2, 3]) {
-        await db.$client.query("TRUNCATE messages, contacts");
+        await pool.query("TRUNCATE messages, contacts");
         const children = Array.from({ length: writers }, () =>
           Bun.spawn(["bun", import.meta.path, "--writer", database.url, design, String(seconds * 1000)], { stdout: "pipe" }),
         );
@@ -95,7 +95,7 @@ if (process.argv[2] === "--writer") {
       }
       console.log(`| ${design} | ${rates.map((r) => `${r}/s`).join(" | ")} |`);
     }
-    await db.$client.end();
+    await pool.end();
   } finally {
     await database.drop();
   }

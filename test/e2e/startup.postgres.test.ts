@@ -16,8 +16,8 @@ const migrationCount = (JSON.parse(readFileSync(JOURNAL, "utf8")) as { entries: 
 describePostgres("migrations", (db) => {
   test("ten processes opening a new database at once apply each migration once", async () => {
     const script = `const { openPostgres } = await import(${JSON.stringify(OPEN)});
-      const db = await openPostgres(process.env.URL, 2);
-      await db.$client.end();
+      const pool = await openPostgres(process.env.URL, 2);
+      await pool.end();
       console.log("opened");`;
     const children = Array.from({ length: 10 }, () =>
       Bun.spawn(["bun", "-e", script], { env: { ...process.env, URL: db().url }, stdout: "pipe", stderr: "pipe" }),
@@ -43,8 +43,8 @@ describePostgres("migrations", (db) => {
 
   test("opening a migrated database again applies nothing", async () => {
     const opened = await openPostgres(db().url, 1);
-    const { rows } = await opened.$client.query(`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`);
-    await opened.$client.end();
+    const { rows } = await opened.query(`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`);
+    await opened.end();
     expect(rows[0]).toEqual({ n: migrationCount });
   });
 });
@@ -53,7 +53,7 @@ describePostgres("a database that cannot be used", (db) => {
   async function openError(url: string): Promise<string> {
     try {
       const opened = await openPostgres(url, 1);
-      await opened.$client.end();
+      await opened.end();
     } catch (err) {
       expect(err).toBeInstanceOf(DatabaseError);
       const message = (err as Error).message;

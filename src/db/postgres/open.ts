@@ -1,11 +1,8 @@
 import { resolve } from "node:path";
-import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
 import { DatabaseError } from "../errors";
-import * as schema from "./schema";
-
-export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool };
 
 const MIGRATIONS = resolve(import.meta.dir, "../../../drizzle/postgres");
 /** The advisory lock every process takes to apply migrations (any number unique to Textwire). */
@@ -59,7 +56,7 @@ function causeOf(err: unknown): string {
  * time, under an advisory lock, so processes starting together apply each once) and checks
  * that the database takes a write. Throws DatabaseError naming DATABASE_URL and the cause.
  */
-export async function openPostgres(url: string, poolSize: number): Promise<PgDb> {
+export async function openPostgres(url: string, poolSize: number): Promise<pg.Pool> {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -74,7 +71,7 @@ export async function openPostgres(url: string, poolSize: number): Promise<PgDb>
   try {
     await migrateLocked(pool);
     await probeWrite(pool, CONNECT_TIMEOUT_MS);
-    return drizzle({ client: pool, schema });
+    return pool;
   } catch (err) {
     await pool.end().catch(() => {});
     throw new DatabaseError(`cannot use the database at DATABASE_URL=${JSON.stringify(redactedUrl(url))}: ${causeOf(err)}`);

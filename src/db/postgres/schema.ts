@@ -182,3 +182,11 @@ export const contacts = pgTable("contacts", {
   phone: text("phone").primaryKey(),
   messages: integer("messages").notNull(),
 });
+
+/** Leases by name that any process may take (the maintenance leader). */
+export const leases = pgTable("leases", {
+  name: text("name").primaryKey(),
+  owner: text("owner").notNull(),
+  /** ms since the epoch. */
+  until: time("until").notNull(),
+});
