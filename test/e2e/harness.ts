@@ -83,7 +83,7 @@ export const onPostgres = DIALECT === "postgres";
 /** A value bound to a `?` placeholder. */
 export type SqlValue = string | number | boolean | null;
 
-/** Writes refused until release(). */
+/** Writes held back until release(). */
 export interface WriteBlock {
   release(): Promise<void>;
 }
@@ -103,9 +103,10 @@ export interface TestDatabase {
   /** Runs one statement and returns how many rows it changed. */
   run(sql: string, ...params: SqlValue[]): Promise<number>;
   /**
-   * Until release(), the server's writes fail with an error that says "locked": on SQLite
-   * another connection holds the write lock (they fail after the busy timeout); on
-   * PostgreSQL a trigger on every table refuses them at once. Reads go on.
+   * Until release(), the server's writes wait, and after 5 s fail with an error that says
+   * "locked"; reads go on. On SQLite another connection holds the write lock (5 s is the
+   * server's busy timeout); on PostgreSQL, which has no such timeout, a trigger on every
+   * table does the same.
    */
   blockWrites(): Promise<WriteBlock>;
   /** Everything stored, as text, to search for what must never be stored (a whole key). */
@@ -212,8 +213,18 @@ const numbered = (sql: string) => {
 /** µs and ms times are bigint columns; every one a test reads is a safe integer. */
 const INT8_AS_NUMBER = { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as "text")) };
 
-const REFUSE_WRITES = `CREATE OR REPLACE FUNCTION refuse_writes() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN RAISE EXCEPTION 'database is locked (a test refuses writes)'; END $$`;
+/** An advisory lock the test holds while writes wait (any number of our own). */
+const WRITES_LOCK = 7_465_787_478;
+/** A write waits for the test's lock as SQLite's busy timeout waits: 5 s, then "locked". */
+const WAIT_FOR_WRITES = `CREATE OR REPLACE FUNCTION wait_for_writes() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE deadline timestamptz := clock_timestamp() + interval '5 seconds';
+  BEGIN
+    WHILE NOT pg_try_advisory_xact_lock_shared(${WRITES_LOCK}) LOOP
+      IF clock_timestamp() > deadline THEN RAISE EXCEPTION 'database is locked (a test holds writes)'; END IF;
+      PERFORM pg_sleep(0.02);
+    END LOOP;
+    RETURN NULL;
+  END $$`;
 
 function postgresDatabase(url: string, dir: string, cleanup: () => Promise<void>): TestDatabase {
   const using = async <T>(work: (client: pg.Client) => Promise<T>): Promise<T> => {
@@ -234,16 +245,22 @@ function postgresDatabase(url: string, dir: string, cleanup: () => Promise<void>
     query: <T>(sql: string, ...params: SqlValue[]) => using(async (c) => (await c.query(numbered(sql), params)).rows as T[]),
     run: (sql, ...params) => using(async (c) => (await c.query(numbered(sql), params)).rowCount ?? 0),
     async blockWrites() {
+      const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+      await holder.connect();
+      await holder.query(`SELECT pg_advisory_lock(${WRITES_LOCK})`);
       const publicTables = async (c: pg.Client) => (await tables(c)).rows.map((t) => t.name).filter((t) => t.startsWith("public."));
       await using(async (c) => {
-        await c.query(REFUSE_WRITES);
-        for (const t of await publicTables(c)) await c.query(`CREATE TRIGGER refuse_writes BEFORE INSERT OR UPDATE OR DELETE ON ${t} EXECUTE FUNCTION refuse_writes()`);
+        await c.query(WAIT_FOR_WRITES);
+        for (const t of await publicTables(c)) await c.query(`CREATE TRIGGER wait_for_writes BEFORE INSERT OR UPDATE OR DELETE ON ${t} EXECUTE FUNCTION wait_for_writes()`);
       });
       return {
-        release: () =>
-          using(async (c) => {
-            for (const t of await publicTables(c)) await c.query(`DROP TRIGGER IF EXISTS refuse_writes ON ${t}`);
-          }),
+        async release() {
+          // The waiting writes go on first; dropping a trigger waits for them.
+          await holder.end();
+          await using(async (c) => {
+            for (const t of await publicTables(c)) await c.query(`DROP TRIGGER IF EXISTS wait_for_writes ON ${t}`);
+          });
+        },
       };
     },
     contents: () =>

@@ -1,6 +1,6 @@
 // The server against a busy database and a failing network, as a process (docs/operations.md):
-// - writes refused for a while (another process holding SQLite's write lock past the busy
-//   timeout; on PostgreSQL, refused by the test) never end the server (maintenance, lease
+// - writes held back past the busy timeout (another process holding SQLite's write lock; on
+//   PostgreSQL the test's stand-in for it) never end the server (maintenance, lease
 //   renewal), and /health says 503 meanwhile, 200 after;
 // - a send the network accepted answers success even when recording it fails, the record
 //   is repaired, and a retry with the same Idempotency-Key sends nothing again;
@@ -34,7 +34,7 @@ const health = async (server: Server) => {
 };
 
 describe("a busy database", () => {
-  test("writes refused across maintenance and lease renewal: the server logs, lives, and works after", async () => {
+  test("writes held back past the busy timeout across maintenance and lease renewal: the server logs, lives, and works after", async () => {
     const db = await testDatabase();
     const dir = join(db.dir, "workflows");
     mkdirSync(dir);
@@ -65,7 +65,7 @@ describe("a busy database", () => {
     expect((await history(server, phone)).total).toBe(1);
   });
 
-  test("/health: 503 while writes are refused (another process holds the write lock), 200 once they are taken again", async () => {
+  test("/health: 503 while writes are held back (another process holds the write lock), 200 once they are taken again", async () => {
     const server = await serve();
     expect(await health(server)).toEqual({ status: 200, body: { status: "ok" } });
     const lock = await server.db.blockWrites();
@@ -97,7 +97,7 @@ describe("sends and a failing database or network", () => {
     fakes.push(fake);
     const server = await serve(twilioEnv(fake));
     let lock: WriteBlock | undefined;
-    // Twilio answers only once the database refuses writes.
+    // Twilio answers only once writes are held back.
     fake.reply(async () => {
       lock = await server.db.blockWrites();
       return { kind: "created" };
@@ -108,7 +108,7 @@ describe("sends and a failing database or network", () => {
     const first = call<SendResult>(server, "POST", "/api/send", { body, headers });
     await fake.waitForSends(1);
     fake.reply({ kind: "created" });
-    // The status write fails (on SQLite once the busy timeout, 5 s, has passed); then writes are taken again.
+    // The status write waits for the busy timeout (5 s) before it fails; then writes are taken again.
     await waitFor("the status write to fail", 20_000, () => /status[^\n]*locked/.test(server.stdout), () => server.stdout);
     await lock?.release();
     const answer = await first;
@@ -133,7 +133,7 @@ describe("sends and a failing database or network", () => {
     fakes.push(fake);
     const server = await serve(twilioEnv(fake));
     let lock: WriteBlock | undefined;
-    // Twilio fails while the database refuses writes, so recording the failure must wait.
+    // Twilio fails while writes are held back, so recording the failure must wait.
     fake.reply(async () => {
       lock = await server.db.blockWrites();
       return { kind: "error", httpStatus: 500, code: 20500, message: "Internal Server Error" };

@@ -301,8 +301,9 @@ export default {
       expect(server.stdout).not.toContain("notes.txt");
       const scheduled = log.filter((l) => /^workflow \S+ scheduled$/.test(l.msg)).map((l) => l.workflow);
       expect(scheduled.sort()).toEqual(["also-good", "good-one"]);
-      expect((await readRuns(db, "good-one")).some((r) => r.status === "ok")).toBe(true);
-      expect((await readRuns(db, "also-good")).some((r) => r.status === "ok")).toBe(true);
+      // A run is recorded as ended just after its last line: wait for both records.
+      const ranOk = async (workflow: string) => (await readRuns(db, workflow)).some((r) => r.status === "ok");
+      await waitFor("a successful run of each good workflow", 10_000, async () => (await ranOk("good-one")) && (await ranOk("also-good")), serverOutput(server));
       expect(await readRuns(db, "broken")).toEqual([]);
     },
     30_000,
