@@ -7,18 +7,20 @@
 // - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502;
 //   no answer in time or a cut answer → 504, the message stays queued and is never sent twice);
 // - missing driver settings stop start-up with one line naming the variable.
-import { Database } from "bun:sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 // The official SDK's webhook functions, to sign and check requests as Twilio's own code does.
 import { getExpectedTwilioSignature, validateRequest } from "twilio/lib/webhooks/webhooks";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
-import { lines, spawnServer, startServer, type EnvOverlay, type Server } from "./harness";
+import { lines, spawnServer, startServer, type Server } from "./harness";
 import {
+  TEST_FROM as FROM,
+  TEST_PUBLIC_URL as PUBLIC_URL,
   postTwilioWebhook,
   signTwilioRequest,
   startFakeTwilio,
   twilioInboundParams,
   twilioSid,
+  twilioEnv,
   twilioStatusParams,
   type FakeTwilio,
   type WebhookReply,
@@ -27,27 +29,9 @@ import {
 // Tests that start servers of their own wait up to 15 s for each; every wait inside is bounded.
 setDefaultTimeout(60_000);
 
-const PUBLIC_URL = "https://textwire.example.com";
-const FROM = "+14155550100";
 const INBOUND_PATH = "/webhooks/twilio";
 const STATUS_PATH = "/webhooks/twilio/status";
 const EMPTY_TWIML = /^(<\?xml[^>]*\?>)?\s*(<Response\s*\/>|<Response>\s*<\/Response>)\s*$/;
-
-/** Every network variable is set or removed explicitly: the inherited environment decides none. */
-function twilioEnv(fake: FakeTwilio, overrides: EnvOverlay = {}): EnvOverlay {
-  return {
-    NETWORK: "twilio",
-    TWILIO_API_URL: fake.url,
-    TWILIO_ACCOUNT_SID: fake.accountSid,
-    TWILIO_AUTH_TOKEN: fake.authToken,
-    TWILIO_FROM: FROM,
-    PUBLIC_URL,
-    BLUEBUBBLES_URL: undefined,
-    BLUEBUBBLES_PASSWORD: undefined,
-    WEBHOOK_SECRET: undefined,
-    ...overrides,
-  };
-}
 
 let fake: FakeTwilio;
 let server: Server;
@@ -512,7 +496,7 @@ describe("start-up without the Twilio settings", () => {
   const required = ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM", "PUBLIC_URL"] as const;
 
   test.each(required)("NETWORK=twilio without %s exits non-zero with one line naming it", async (name) => {
-    const child = spawnServer({ env: twilioEnv(fake, { [name]: undefined }) });
+    const child = await spawnServer({ env: twilioEnv(fake, { [name]: undefined }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     expect(child.stdout).not.toMatch(/listening on/);
@@ -527,7 +511,7 @@ describe("start-up without the Twilio settings", () => {
     ["TWILIO_FROM", "not-a-number"],
     ["PUBLIC_URL", "textwire.example.com without scheme"],
   ])("NETWORK=twilio with a malformed %s exits non-zero with one line naming it", async (name, value) => {
-    const child = spawnServer({ env: twilioEnv(fake, { [name]: value }) });
+    const child = await spawnServer({ env: twilioEnv(fake, { [name]: value }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     const errLines = lines(child.stderr);
@@ -631,14 +615,12 @@ describe("partially_delivered and OptOutType", () => {
       expect2xx(await signed(INBOUND_PATH, params), `inbound ${text}`);
     }
     expect((await history(server, phone)).total).toBe(cases.length);
-    const db = new Database(server.dbPath, { readonly: true });
-    try {
-      const rows = db.query("SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'").all(phone) as { sid: string; type: string | null }[];
-      const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
-      expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
-    } finally {
-      db.close();
-    }
+    const rows = await server.db.query<{ sid: string; type: string | null }>(
+      "SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'",
+      phone,
+    );
+    const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
+    expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
   });
 });
 

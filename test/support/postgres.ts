@@ -12,6 +12,9 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 const SKIPPED = "PostgreSQL tests skipped: set TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres to run them";
 let toldSkipped = false;
 
+/** Every database this process creates is named so; what a killed run leaves is found by it. */
+export const DATABASE_NAME_PREFIX = `textwire_test_${process.pid}_`;
+
 export interface TestDatabase {
   /** The fresh database's URL. */
   url: string;
@@ -33,7 +36,7 @@ async function asAdmin<T>(run: (admin: pg.Client) => Promise<T>): Promise<T> {
 /** Creates an empty database with a name no other run uses. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (!TEST_DATABASE_URL) throw new Error(SKIPPED);
-  const name = `textwire_test_${process.pid}_${crypto.randomUUID().slice(0, 8)}`;
+  const name = `${DATABASE_NAME_PREFIX}${crypto.randomUUID().slice(0, 8)}`;
   await asAdmin((admin) => admin.query(`CREATE DATABASE "${name}"`));
   const url = new URL(TEST_DATABASE_URL);
   url.pathname = `/${name}`;
