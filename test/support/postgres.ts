@@ -23,8 +23,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-async function asAdmin<T>(run: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 5_000 });
+async function asAdmin<T>(adminUrl: string, run: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
   await admin.connect();
   try {
     return await run(admin);
@@ -33,17 +33,17 @@ async function asAdmin<T>(run: (admin: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** Creates an empty database with a name no other run uses. */
-export async function createTestDatabase(): Promise<TestDatabase> {
-  if (!TEST_DATABASE_URL) throw new Error(SKIPPED);
+/** Creates an empty database with a name no other run uses (`adminUrl`: the benchmark passes its own). */
+export async function createTestDatabase(adminUrl = TEST_DATABASE_URL): Promise<TestDatabase> {
+  if (!adminUrl) throw new Error(SKIPPED);
   const name = `${DATABASE_NAME_PREFIX}${crypto.randomUUID().slice(0, 8)}`;
-  await asAdmin((admin) => admin.query(`CREATE DATABASE "${name}"`));
-  const url = new URL(TEST_DATABASE_URL);
+  await asAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     name,
-    drop: () => asAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+    drop: () => asAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
   };
 }
 
