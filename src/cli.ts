@@ -31,7 +31,7 @@ class UsageError extends Error {}
 
 async function openApp() {
   const config = loadConfig();
-  const storage = await openStorage(config.DATABASE_URL);
+  const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   return createApp(config, storage, createLogger(config.LOG_LEVEL === "debug" ? "debug" : "warn", {}, (l) => process.stderr.write(l)));
 }
 

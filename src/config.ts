@@ -23,6 +23,8 @@ export const configSchema = z.object({
   PORT: int(0, 65535).default(3000),
   HOST: z.string().trim().min(1, "must not be empty").default("127.0.0.1"),
   DATABASE_URL: z.string().trim().min(1, "must not be empty").default("./data/textwire.db"),
+  /** Connections each process keeps to PostgreSQL (unused on SQLite). */
+  DATABASE_POOL_SIZE: int(1, 100).default(10),
   API_KEYS: z
     .string()
     .default("")
@@ -43,6 +45,8 @@ export const configSchema = z.object({
   /** The service of a new chat's guid: iMessage, or SMS when the Mac relays green-bubble texts. */
   BLUEBUBBLES_SERVICE: z.enum(["iMessage", "SMS"], "must be iMessage or SMS").default("iMessage"),
   /** How long a BlueBubbles send may take; the server itself waits up to 2 minutes (docs/networks.md). */
+  /** A Twilio send with no answer after this has an unknown outcome (504), never `failed`. */
+  TWILIO_SEND_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   BLUEBUBBLES_SEND_TIMEOUT_MS: int(1000, 3_600_000).default(120_000),
   /** Outbound BlueBubbles messages not final after this are looked up on the server. */
   BLUEBUBBLES_RECONCILE_AFTER_MS: int(1000, 86_400_000).default(120_000),

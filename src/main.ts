@@ -41,9 +41,9 @@ function configOrExit(): Config {
   }
 }
 
-async function storageOrExit(url: string): Promise<Storage> {
+async function storageOrExit(config: Config): Promise<Storage> {
   try {
-    return await openStorage(url);
+    return await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   } catch (err) {
     if (err instanceof DatabaseError) fail(err.message);
     throw err;
@@ -140,7 +140,7 @@ function startHttp(app: App, log: Logger) {
 const mode = modeOf(process.argv[2]);
 const config = configOrExit();
 const log = createLogger(config.LOG_LEVEL);
-const storage = await storageOrExit(config.DATABASE_URL);
+const storage = await storageOrExit(config);
 const app = createApp(config, storage, log);
 /** This process, as owner of leases. */
 const owner = `${process.pid}:${Bun.randomUUIDv7()}`;

@@ -1,4 +1,3 @@
-import { DatabaseError } from "./errors";
 import type { Storage } from "./port";
 import { openSqliteStorage } from "./sqlite/storage";
 
@@ -10,8 +9,13 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
 /**
  * The storage DATABASE_URL names: `postgres://` or `postgresql://` is PostgreSQL, anything
  * else a SQLite file (or `:memory:`). Opened, migrated and checked; throws DatabaseError.
+ * `poolSize`: connections to PostgreSQL (DATABASE_POOL_SIZE).
  */
-export async function openStorage(url: string): Promise<Storage> {
-  if (POSTGRES_URL.test(url)) throw new DatabaseError("cannot use the database at DATABASE_URL: PostgreSQL support is not built in this version");
+export async function openStorage(url: string, opts: { poolSize?: number } = {}): Promise<Storage> {
+  if (POSTGRES_URL.test(url)) {
+    // Loaded only when used, so a SQLite process never pays for the driver.
+    const { openPostgresStorage } = await import("./postgres/storage");
+    return openPostgresStorage(url, opts.poolSize ?? 10);
+  }
   return openSqliteStorage(url);
 }

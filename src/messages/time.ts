@@ -1,30 +1,30 @@
-import { z } from "zod";
-
-const isoDateTime = z.iso.datetime({ offset: true, local: true });
-const isoDate = z.iso.date();
-const HAS_ZONE = /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/;
+/**
+ * An ISO 8601 date, or date-time in the extended format: hours and minutes, optional
+ * seconds and fraction (`.` or `,`), an optional zone (`Z`, ±hh:mm, ±hhmm, ±hh). A space
+ * may stand for `T`, and a space before a zone's digits for `+` (an unencoded `+` in a
+ * query string arrives as a space).
+ */
+const ISO_INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([zZ])|([+\- ])(\d{2})(?::?(\d{2}))?)?)?$/;
 
 /**
  * Microseconds since the epoch of an ISO 8601 date or date-time; a value without a zone is
  * UTC. Any precision is read: digits beyond the sixth are dropped (rounding down keeps an
  * exclusive `since` exact), so a millisecond `since` from an older client still works.
- * Returns null for anything else.
+ * Returns null for anything else, including dates and times that do not exist.
  */
 export function parseIsoInstant(value: string): number | null {
-  // ISO 8601 also writes offsets as ±hhmm and ±hh; zod's check wants ±hh:mm.
-  const v = value
-    .trim()
-    .replace(/(T[\d:.,]+[+-]\d{2})(\d{2})$/, "$1:$2")
-    .replace(/(T[\d:.,]+[+-]\d{2})$/, "$1:00");
-  let text: string;
-  if (isoDate.safeParse(v).success) text = `${v}T00:00:00Z`;
-  else if (isoDateTime.safeParse(v).success) text = HAS_ZONE.test(v) ? v : `${v}Z`;
-  else return null;
-  // Date.parse reads milliseconds; the fraction's digits after the third are added as microseconds.
-  const fraction = /[.,](\d+)/.exec(text)?.[1] ?? "";
-  const ms = Date.parse(text.replace(/[.,]\d+/, ""));
-  if (!Number.isFinite(ms)) return null;
-  return ms * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
+  const m = ISO_INSTANT.exec(value.trim());
+  if (!m) return null;
+  const [, y, mo, d, h = "0", mi = "0", sec = "0", fraction = "", , sign, oh = "0", om = "0"] = m;
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, sec].map(Number) as [number, number, number, number, number, number];
+  if (hour > 23 || minute > 59 || second > 59 || Number(oh) > 23 || Number(om) > 59) return null;
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
+  // Date.UTC rolls February 30 over into March: a date that does not exist reads back differently.
+  const check = new Date(ms);
+  if (!Number.isFinite(ms) || check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return null;
+  const offsetMinutes = sign ? (sign === "-" ? -1 : 1) * (Number(oh) * 60 + Number(om)) : 0;
+  return (ms - offsetMinutes * 60_000) * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
 }
 
 /** The wire form of a stored time (microseconds since the epoch): ISO 8601, UTC, 6 fractional digits. */

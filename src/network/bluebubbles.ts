@@ -3,6 +3,7 @@ import { AppError } from "../errors";
 import type { Logger } from "../log";
 import {
   SendOutcomeUnknown,
+  sendRequestFailure,
   type DriverState,
   type InboundEvent,
   type NetworkDriver,
@@ -195,11 +196,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         signal: AbortSignal.timeout(sendTimeoutMs),
       });
     } catch (err) {
-      const code = (err as { code?: string }).code ?? "";
-      if (code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "FailedToOpenSocket") {
-        throw new AppError("BAD_GATEWAY", `bluebubbles: unreachable (${(err as Error).name})`);
-      }
-      throw new SendOutcomeUnknown(`bluebubbles: no answer to the send (${(err as Error).name})`);
+      throw sendRequestFailure("bluebubbles", err);
     }
     let text: string;
     try {

@@ -1,3 +1,4 @@
+import { AppError } from "../errors";
 /** What a driver reports after the network took a message. */
 export interface SendResult {
   /** The network's own id for the message, when it has one. */
@@ -44,6 +45,18 @@ export interface WebhookEvents {
  */
 export class SendOutcomeUnknown extends Error {
   override name = "SendOutcomeUnknown";
+}
+
+/**
+ * What a failed send request means: a refused connection surely sent nothing (502); a
+ * timeout or a connection cut after the request went out may have sent it (unknown).
+ */
+export function sendRequestFailure(network: string, err: unknown): Error {
+  const code = (err as { code?: string }).code ?? "";
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "FailedToOpenSocket") {
+    return new AppError("BAD_GATEWAY", `${network}: unreachable (${(err as Error).name})`);
+  }
+  return new SendOutcomeUnknown(`${network}: no answer to the send (${(err as Error).name})`);
 }
 
 /** An outbound message whose final status is not known yet, for `reconcile`. */

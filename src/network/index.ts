@@ -19,6 +19,7 @@ export function createNetwork(config: Config, extras: { log?: Logger; state?: Dr
         from: config.TWILIO_FROM!,
         apiUrl: config.TWILIO_API_URL,
         publicUrl: config.PUBLIC_URL!,
+        sendTimeoutMs: config.TWILIO_SEND_TIMEOUT_MS,
       });
     case "bluebubbles":
       return createBlueBubblesNetwork({

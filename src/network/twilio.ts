@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { parse as parseQuery, stringify as stringifyQuery } from "node:querystring";
 import { AppError } from "../errors";
-import type { InboundEvent, NetworkDriver, OptOutType, StatusEvent } from "./driver";
+import { SendOutcomeUnknown, sendRequestFailure, type InboundEvent, type NetworkDriver, type OptOutType, type StatusEvent } from "./driver";
 
 export interface TwilioConfig {
   accountSid: string;
@@ -11,6 +11,8 @@ export interface TwilioConfig {
   apiUrl: string;
   /** Where Twilio reaches Textwire, e.g. https://textwire.example.com */
   publicUrl: string;
+  /** How long a send waits for Twilio's answer before its outcome is unknown. */
+  sendTimeoutMs: number;
 }
 
 /** Twilio's message statuses onto ours; `undefined` means no change worth recording. */
@@ -140,13 +142,22 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
           method: "POST",
           headers: { Authorization: auth, "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" },
           body: form,
-          signal: AbortSignal.timeout(30_000),
+          signal: AbortSignal.timeout(config.sendTimeoutMs),
         });
       } catch (err) {
-        throw new AppError("BAD_GATEWAY", `twilio: unreachable (${(err as Error).message})`);
+        // A timeout may come after Twilio took the message: unknown, never failed (docs/networks.md).
+        throw sendRequestFailure("twilio", err);
       }
-      const body = (await res.json().catch(() => ({}))) as { sid?: string; status?: string; code?: number; message?: string };
+      let body: { sid?: string; status?: string; code?: number; message?: string };
+      try {
+        body = (await res.json()) as typeof body;
+      } catch {
+        // Twilio took it when it said 2xx; its status callback (with our id) will say the rest.
+        if (res.ok) throw new SendOutcomeUnknown("twilio: the answer to the send was cut or unreadable");
+        body = {};
+      }
       if (res.ok && body.sid) return { networkId: body.sid, status: "sent" };
+      if (res.ok) throw new SendOutcomeUnknown("twilio: the answer to the send named no message");
       const reason = `twilio: ${body.message ?? res.statusText}${body.code ? ` (error ${body.code})` : ""}`;
       if (res.status === 429) throw new AppError("TOO_MANY_REQUESTS", reason, { "Retry-After": res.headers.get("retry-after") ?? "1" });
       if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403) throw new AppError("BAD_REQUEST", reason);

@@ -4,7 +4,7 @@
  * statements, no framework; the same rules as the real server:
  *
  *   POST /api/send            E.164 phone + message text rules; stored `queued` under
- *                             BEGIN IMMEDIATE (timestamp max(timestamp)+1 vs now), then the
+ *                             BEGIN IMMEDIATE (timestamp in µs: max(timestamp)+1 vs now), then the
  *                             loopback network "delivers" it (status update)
  *   POST /webhooks/loopback   the same, inbound `received`, deduplicated by network `id`
  *   GET  /api/messages/:phone newest first, total, limit 1.. (clamped to 100), offset >= 0
@@ -93,13 +93,21 @@ const inboundFromAfter = db.query<Row, { phone: string; since: number; limit: nu
   "SELECT * FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp LIMIT $limit",
 );
 
+/** Microseconds since the epoch, the unit of Textwire's message times. */
+const nowUs = () => Math.floor((performance.timeOrigin + performance.now()) * 1000);
+/** ISO 8601 with 6 fractional digits, as Textwire writes a time. */
+function isoUs(us: number): string {
+  const ms = Math.floor(us / 1000);
+  return new Date(ms).toISOString().replace(/Z$/, `${String(us - ms * 1000).padStart(3, "0")}Z`);
+}
+
 /** Stores a message under the write lock with the next timestamp (one clock for all). */
 const store = db.transaction((m: { phone: string; body: string; direction: "inbound" | "outbound"; status: string; networkId: string | null }) => {
   if (m.networkId !== null) {
     const existing = byNetworkId.get({ network: "loopback", direction: m.direction, network_id: m.networkId });
     if (existing) return { id: existing.id, timestamp: existing.timestamp };
   }
-  const timestamp = Math.max(Date.now(), (lastTimestamp.get()?.ts ?? 0) + 1);
+  const timestamp = Math.max(nowUs(), (lastTimestamp.get()?.ts ?? 0) + 1);
   const id = Bun.randomUUIDv7();
   insertRow.run({ id, phone: m.phone, body: m.body, direction: m.direction, status: m.status, timestamp, network: "loopback", network_id: m.networkId });
   return { id, timestamp };
@@ -163,12 +171,14 @@ const ISO = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(Z|[+-]\d{2
 function parseSince(raw: string): number {
   const m = ISO.exec(raw.trim());
   if (!m) throw bad("since: must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.000Z");
-  let v = raw.trim().replace(",", ".").replace(/(\.\d{3})\d+/, "$1");
+  let v = raw.trim().replace(",", ".");
+  const fraction = /\.(\d+)/.exec(v)?.[1] ?? "";
+  v = v.replace(/\.\d+/, "");
   if (!v.includes("T")) v += "T00:00:00Z";
   else if (!m[1]) v += "Z";
   const ms = Date.parse(v.replace(/([+-]\d{2})(\d{2})$/, "$1:$2").replace(/([+-]\d{2})$/, "$1:00"));
   if (!Number.isFinite(ms)) throw bad("since: must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.000Z");
-  return ms;
+  return ms * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
 }
 
 const envHashes = API_KEYS.map((k) => createHash("sha256").update(k).digest());
@@ -217,7 +227,7 @@ const toRecord = (r: Row) => {
     phone: r.phone,
     message: r.body,
     direction: r.direction,
-    timestamp: new Date(r.timestamp).toISOString(),
+    timestamp: isoUs(r.timestamp),
     status: r.status,
   };
   if (r.error) rec.error = r.error;
@@ -234,8 +244,8 @@ async function send(req: Request): Promise<Response> {
   const body = checkText(b.message);
   const { id, timestamp } = store.immediate({ phone, body, direction: "outbound", status: "queued", networkId: null });
   // The loopback network delivers at once.
-  markDelivered.run({ id, network_id: `loopback:${id}`, now: Date.now() });
-  return Response.json({ success: true, message_id: id, timestamp: new Date(timestamp).toISOString() });
+  markDelivered.run({ id, network_id: `loopback:${id}`, now: nowUs() });
+  return Response.json({ success: true, message_id: id, timestamp: isoUs(timestamp) });
 }
 
 async function webhook(req: Request): Promise<Response> {
@@ -249,7 +259,7 @@ async function webhook(req: Request): Promise<Response> {
     networkId = b.id;
   }
   const { id, timestamp } = store.immediate({ phone, body, direction: "inbound", status: "received", networkId });
-  return Response.json({ success: true, message_id: id, timestamp: new Date(timestamp).toISOString() });
+  return Response.json({ success: true, message_id: id, timestamp: isoUs(timestamp) });
 }
 
 function history(_req: Request, url: URL, rawPhone: string): Response {

@@ -3,8 +3,9 @@
 //
 //   node test/bench/load.mjs '<json options>'
 //
-// Options: { url, connections, seconds, requests: [{ method, path, headers, body }],
-// idReplacement?, paced? (requests per second), latenciesOut? }.
+// Options: { url (or several, autocannon giving them the connections in turn; one when
+// paced), connections, seconds, requests: [{ method, path, headers, body }], idReplacement?
+// (also in headers), paced? (requests per second), latenciesOut? }.
 //
 // With `paced`, autocannon is not used: its rate limit sends each second's quota in a burst
 // at the start of the second, which measures queueing, not latency at that rate. Instead

@@ -98,6 +98,48 @@ export async function poll(server: Server, params: Record<string, string | numbe
   return expectOk(await call<PollResult>(server, "GET", `/api/messages/poll${query ? `?${query}` : ""}`), "poll");
 }
 
+/** What a client following the cursor rule got: ids and timestamps in order, and how many polls. */
+export interface Followed {
+  seen: string[];
+  stamps: string[];
+  polls: number;
+}
+
+/**
+ * Polls `server` following the cursor rule (docs/api.md: `since` = the timestamp of the last
+ * message got) until it has `expected` messages and a poll that began once `writing()` was
+ * false brought nothing more; bounded by `ms` and 20,000 polls.
+ */
+export async function followPoll(server: Server, params: { phone?: string; limit?: number }, expected: number, writing: () => boolean, ms = 40_000): Promise<Followed> {
+  const f: Followed = { seen: [], stamps: [], polls: 0 };
+  const deadline = Date.now() + ms;
+  let since: string | undefined;
+  while (f.polls < 20_000 && Date.now() < deadline) {
+    const stillWriting = writing();
+    const res = await poll(server, { ...params, ...(since ? { since } : {}) });
+    f.polls++;
+    for (const m of res.messages) {
+      f.seen.push(m.id);
+      f.stamps.push(m.timestamp);
+    }
+    since = res.messages.at(-1)?.timestamp ?? since;
+    if (!stillWriting && !res.has_more && f.seen.length >= expected) return f;
+    if (res.messages.length === 0) await Bun.sleep(5);
+  }
+  return f;
+}
+
+/** The follower saw exactly `want`, each once, in strictly increasing timestamps. */
+export function expectEachOnce(name: string, f: Followed, want: string[]): void {
+  const seen = new Set(f.seen);
+  const duplicates = f.seen.length - seen.size;
+  const missed = want.filter((id) => !seen.has(id));
+  if (duplicates || missed.length || f.seen.length !== want.length) {
+    throw new Error(`${name} follower: ${f.seen.length} seen of ${want.length}, ${duplicates} twice, ${missed.length} missed (after ${f.polls} polls)`);
+  }
+  expectStrictlyIncreasing(f.stamps);
+}
+
 let nextPhone = Math.floor(Math.random() * 5000);
 
 /** A fresh, valid US number (+1 415 555 xxxx). */

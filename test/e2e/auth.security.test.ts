@@ -162,7 +162,7 @@ describe("behind TRUSTED_PROXIES the client is the first untrusted address of X-
 
 describe("TRUSTED_PROXIES is validated at start", () => {
   test("a bad entry stops the server with one line naming the variable", async () => {
-    const child = spawnServer({ env: { TRUSTED_PROXIES: "10.0.0.0/8, proxy.internal" } });
+    const child = await spawnServer({ env: { TRUSTED_PROXIES: "10.0.0.0/8, proxy.internal" } });
     const code = await child.exited();
     expect(code).not.toBe(0);
     const out = lines(child.stderr);

@@ -2,9 +2,8 @@
 // it creates or revokes take effect at once, messages it sends or receives appear in
 // the server's history and poll; bad input is a non-zero exit with one line on stderr.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
 import { call, expectRecord, expectSendResult, expectStrictlyIncreasing, history, newPhone, poll, send, type SendResult } from "./api";
-import { KEY_PATTERN, lines, runCli, startServer, tempDb, type CliResult, type Server, type TempDb } from "./harness";
+import { KEY_PATTERN, lines, runCli, startServer, testDatabase, type CliResult, type Server, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -27,14 +26,6 @@ function createdKey(r: CliResult): string {
   return first;
 }
 
-/** The database file and its WAL, as text, to search for secrets. */
-function databaseBytes(path: string): string {
-  return [path, `${path}-wal`]
-    .filter((p) => existsSync(p))
-    .map((p) => readFileSync(p).toString("latin1"))
-    .join("");
-}
-
 function parseJson(r: CliResult): SendResult {
   if (r.code !== 0) throw new Error(`CLI failed (${r.code}): ${r.stderr}`);
   return JSON.parse(r.stdout.trim()) as SendResult;
@@ -42,18 +33,18 @@ function parseJson(r: CliResult): SendResult {
 
 describe("with a server running on the same database", () => {
   let server: Server;
-  let db: TempDb;
-  const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.path });
+  let db: TestDatabase;
+  const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url });
   let botKey = "";
   let otherKey = "";
 
   beforeAll(async () => {
-    db = tempDb();
-    server = await startServer({ dbPath: db.path });
+    db = await testDatabase();
+    server = await startServer({ db });
   }, 60_000);
-  afterAll(() => {
+  afterAll(async () => {
     server?.kill();
-    db?.cleanup();
+    await db?.cleanup();
   });
 
   test("keys create prints a new key alone on the first line, and the running server accepts it at once", async () => {
@@ -84,8 +75,8 @@ describe("with a server running on the same database", () => {
     }
   });
 
-  test("the database holds no key in plain text", () => {
-    const bytes = databaseBytes(db.path);
+  test("the database holds no key in plain text", async () => {
+    const bytes = await db.contents();
     expect(bytes.length).toBeGreaterThan(0);
     for (const key of [botKey, otherKey]) expect(bytes.includes(key)).toBe(false);
   });
@@ -168,16 +159,16 @@ describe("with a server running on the same database", () => {
 
 describe("before the first start", () => {
   test("a key created by the CLI on a new database is honoured, and the server generates none", async () => {
-    const db = tempDb();
+    const db = await testDatabase();
     let server: Server | undefined;
     try {
-      const key = createdKey(await runCli(["keys", "create", "--name", "first"], { DATABASE_URL: db.path }));
-      server = await startServer({ dbPath: db.path, apiKey: null });
+      const key = createdKey(await runCli(["keys", "create", "--name", "first"], { DATABASE_URL: db.url }));
+      server = await startServer({ db, apiKey: null });
       expect(server.stdout.match(KEY_PATTERN)).toBeNull();
       expect((await call(server, "GET", "/api/messages/poll", { key })).status).toBe(200);
     } finally {
       server?.kill();
-      db.cleanup();
+      await db.cleanup();
     }
   });
 });

@@ -11,145 +11,58 @@
  * may or may not be there; a send they left `queued` is marked `failed` by a start two
  * minutes later (README, Crash safety; the two minutes are simulated in the file).
  */
-import { Database } from "bun:sqlite";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
-import { startServer, tempDb, type Server } from "./harness";
-import type { MessageRecord } from "./api";
+import { startServer, testDatabase, type Server, type TestDatabase } from "./harness";
+import { compareAcks, fullHistory, LOAD_PHONES, post, storedLoad, writeLoad, type Ack, type LoadState } from "./scenarios";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
 
-const WORKERS = 48;
 const KILL_AFTER_MS = [700, 1500, 2300];
-const PHONES = Array.from({ length: 12 }, (_, i) => `+1415555${3000 + i}`);
 const REQUEST_TIMEOUT_MS = 10_000;
-
-
-interface Ack {
-  id: string;
-  phone: string;
-  message: string;
-  direction: "outbound" | "inbound";
-  timestamp: string;
-  round: number;
-}
 
 const servers: Server[] = [];
 
-const db = tempDb();
+const db = await testDatabase();
 
-afterAll(() => {
+afterAll(async () => {
   for (const s of servers) s.kill();
-  db.cleanup();
+  await db.cleanup();
 });
 
-async function start(dbPath: string): Promise<Server> {
-  const server = await startServer({ dbPath, env: { RATE_LIMIT_PER_MINUTE: "0", OPENAI_API_KEY: "" } });
+async function start(db: TestDatabase): Promise<Server> {
+  const server = await startServer({ db, env: { RATE_LIMIT_PER_MINUTE: "0", OPENAI_API_KEY: "" } });
   servers.push(server);
   return server;
-}
-
-async function post(server: Server, path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(server.url + path, {
-    method: "POST",
-    headers: { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  return { status: res.status, json: await res.json() };
-}
-
-/** Writes until `killed` is set; every acknowledged message goes into `acks`. */
-function writeLoad(server: Server, round: number, acks: Map<string, Ack>, state: { killed: boolean; errorsBeforeKill: string[] }) {
-  const worker = async (w: number) => {
-    for (let i = 0; !state.killed; i++) {
-      const phone = PHONES[(w + i) % PHONES.length] as string;
-      const inbound = (w + i) % 3 === 0;
-      const message = `crash r${round} w${w} i${i} ${inbound ? "in" : "out"} ✓`;
-      try {
-        const res = inbound
-          ? await post(server, "/webhooks/loopback", { phone, message, id: `crash-${round}-${w}-${i}` })
-          : await post(server, "/api/send", { phone, message });
-        if (res.status === 200 && res.json?.success === true && typeof res.json.message_id === "string") {
-          acks.set(res.json.message_id, { id: res.json.message_id, phone, message, direction: inbound ? "inbound" : "outbound", timestamp: res.json.timestamp, round });
-        } else if (!state.killed) {
-          state.errorsBeforeKill.push(`${inbound ? "inbound" : "send"} → ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`);
-        }
-      } catch (err) {
-        // After the kill, connection errors are what a crash looks like.
-        if (!state.killed) state.errorsBeforeKill.push(`${inbound ? "inbound" : "send"}: ${String(err)}`);
-        return;
-      }
-    }
-  };
-  return Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
-}
-
-async function fullHistory(server: Server, phone: string): Promise<MessageRecord[]> {
-  const all: MessageRecord[] = [];
-  for (let offset = 0; ; offset += 100) {
-    const res = await fetch(`${server.url}/api/messages/${encodeURIComponent(phone)}?limit=100&offset=${offset}`, {
-      headers: { authorization: `Bearer ${server.apiKey}` },
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { messages: MessageRecord[]; total: number };
-    all.push(...body.messages);
-    if (offset + 100 >= body.total) return all;
-  }
-}
-
-async function everything(server: Server): Promise<Map<string, MessageRecord>> {
-  const all = new Map<string, MessageRecord>();
-  for (const phone of PHONES) for (const m of await fullHistory(server, phone)) all.set(m.id, m);
-  return all;
-}
-
-/** Each acknowledged message stored, unchanged, in its final status. */
-function compare(acks: Map<string, Ack>, stored: Map<string, MessageRecord>): { missing: string[]; changed: string[] } {
-  const missing: string[] = [];
-  const changed: string[] = [];
-  for (const ack of acks.values()) {
-    const m = stored.get(ack.id);
-    if (!m) {
-      missing.push(`round ${ack.round}: ${ack.direction} ${ack.id} ${JSON.stringify(ack.message)}`);
-      continue;
-    }
-    const expected = { phone: ack.phone, message: ack.message, direction: ack.direction, timestamp: ack.timestamp, status: ack.direction === "outbound" ? "delivered" : "received" };
-    const actual = { phone: m.phone, message: m.message, direction: m.direction, timestamp: m.timestamp, status: m.status };
-    if (JSON.stringify(expected) !== JSON.stringify(actual)) changed.push(`${ack.id}: acknowledged ${JSON.stringify(expected)}, stored ${JSON.stringify(actual)}`);
-  }
-  return { missing, changed };
 }
 
 test(
   "SIGKILL in the middle of a write load, at three moments: every acknowledged message survives",
   async () => {
-    const dbPath = db.path;
     const acks = new Map<string, Ack>();
     const observations: string[] = [];
-    let server = await start(dbPath);
+    let server = await start(db);
 
     for (const [round, killAfter] of KILL_AFTER_MS.entries()) {
-      const state = { killed: false, errorsBeforeKill: [] as string[] };
+      const state: LoadState = { stopped: false, errorsBeforeStop: [] };
       const before = acks.size;
       const load = writeLoad(server, round, acks, state);
       // Count the moment of the kill from when the load is flowing (bounded wait).
       for (const waitUntil = Date.now() + 10_000; acks.size - before < 20 && Date.now() < waitUntil; ) await Bun.sleep(5);
       await Bun.sleep(killAfter);
-      state.killed = true;
+      state.stopped = true;
       // SIGKILL to the whole process group: `bun run` does not forward signals to the server.
       server.kill();
       await server.proc.exited;
       await load;
       expect(server.proc.signalCode).toBe("SIGKILL");
-      expect(state.errorsBeforeKill.slice(0, 10)).toEqual([]);
+      expect(state.errorsBeforeStop.slice(0, 10)).toEqual([]);
       // The load really was under way when the process died.
       expect(acks.size - before).toBeGreaterThanOrEqual(20);
 
-      server = await start(dbPath);
-      const stored = await everything(server);
-      const { missing, changed } = compare(acks, stored);
+      server = await start(db);
+      const stored = await storedLoad(server);
+      const { missing, changed } = compareAcks(acks, stored);
       expect(missing.slice(0, 20)).toEqual([]);
       expect(changed.slice(0, 20)).toEqual([]);
 
@@ -168,29 +81,23 @@ test(
     // The restarted server is whole: it serves reads and writes.
     const health = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     expect(health.status).toBe(200);
-    const after = await post(server, "/api/send", { phone: PHONES[0], message: "after the crashes" });
+    const after = await post(server, "/api/send", { phone: LOAD_PHONES[0], message: "after the crashes" });
     expect(after.status).toBe(200);
-    const inboundAfter = await post(server, "/webhooks/loopback", { phone: PHONES[1], message: "after the crashes, inbound", id: "crash-after" });
+    const inboundAfter = await post(server, "/webhooks/loopback", { phone: LOAD_PHONES[1], message: "after the crashes, inbound", id: "crash-after" });
     expect(inboundAfter.status).toBe(200);
 
     // Sends the kills left `queued` (stored, never answered).
-    const queuedBefore = [...(await everything(server)).values()].filter((m) => m.status === "queued");
+    const queuedBefore = [...(await storedLoad(server)).values()].filter((m) => m.status === "queued");
     expect(await server.stop("SIGTERM")).toBe(0);
 
-    // The file itself is sound after three SIGKILLs. Then two minutes pass (the rows left
+    // A SQLite file is sound after three SIGKILLs. Then two minutes pass (the rows left
     // `queued` by the kills are moved back three minutes: README, Crash safety).
-    const file = new Database(dbPath);
-    try {
-      expect(file.query("PRAGMA integrity_check").all()).toEqual([{ integrity_check: "ok" }]);
-      const aged = file.query("UPDATE messages SET updated_at = updated_at - 180000000 WHERE status = 'queued'").run();
-      expect(aged.changes).toBe(queuedBefore.length);
-    } finally {
-      file.close();
-    }
+    if (db.dialect === "sqlite") expect(await db.query("PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
+    expect(await db.run("UPDATE messages SET updated_at = updated_at - 180000000 WHERE status = 'queued'")).toBe(queuedBefore.length);
 
-    server = await start(dbPath);
-    const final = await everything(server);
-    const { missing, changed } = compare(acks, final);
+    server = await start(db);
+    const final = await storedLoad(server);
+    const { missing, changed } = compareAcks(acks, final);
     expect(missing.slice(0, 20)).toEqual([]);
     expect(changed.slice(0, 20)).toEqual([]);
     const queuedAfter = [...final.values()].filter((m) => m.status === "queued");
@@ -218,34 +125,33 @@ test(
     // so the crash leaves its rows the way a kill at that moment would, with their
     // timestamps moved back: one stored three minutes ago, one thirty seconds ago (which
     // may still belong to a live process sharing the file, and must be left alone).
-    const file = tempDb();
+    const file = await testDatabase();
     try {
-      let server = await start(file.path);
-      const before = await post(server, "/api/send", { phone: PHONES[0], message: "before the crash" });
+      let server = await start(file);
+      const before = await post(server, "/api/send", { phone: LOAD_PHONES[0], message: "before the crash" });
       expect(before.status).toBe(200);
       server.kill();
       await server.proc.exited;
 
-      const db = new Database(file.path);
       // The store counts time in microseconds since the epoch (docs/operations.md).
       const now = Date.now() * 1000;
       const stale = { id: Bun.randomUUIDv7(), at: now - 180_000_000 };
       const fresh = { id: Bun.randomUUIDv7(), at: now - 30_000_000 };
-      try {
-        const columns = (db.query("PRAGMA table_info(messages)").all() as { name: string }[]).map((c) => c.name).sort();
-        // The test writes rows the way the server stores a send; it needs these columns.
-        expect(columns).toEqual(["body", "direction", "error", "id", "network", "network_id", "opt_out_type", "phone", "status", "timestamp", "updated_at"]);
-        const insert = db.query(
-          "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)",
-        );
-        insert.run(stale.id, PHONES[0] as string, "cut off three minutes ago", stale.at, stale.at);
-        insert.run(fresh.id, PHONES[0] as string, "cut off thirty seconds ago", fresh.at, fresh.at);
-      } finally {
-        db.close();
-      }
+      const columns = (
+        await file.query<{ name: string }>(
+          file.dialect === "sqlite" ? "SELECT name FROM pragma_table_info('messages')" : "SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'messages'",
+        )
+      )
+        .map((c) => c.name)
+        .sort();
+      // The test writes rows the way the server stores a send; it needs these columns.
+      expect(columns).toEqual(["body", "direction", "error", "id", "network", "network_id", "opt_out_type", "phone", "status", "timestamp", "updated_at"]);
+      const insert = "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)";
+      await file.run(insert, stale.id, LOAD_PHONES[0] as string, "cut off three minutes ago", stale.at, stale.at);
+      await file.run(insert, fresh.id, LOAD_PHONES[0] as string, "cut off thirty seconds ago", fresh.at, fresh.at);
 
-      server = await start(file.path);
-      const byId = new Map((await fullHistory(server, PHONES[0] as string)).map((m) => [m.id, m]));
+      server = await start(file);
+      const byId = new Map((await fullHistory(server, LOAD_PHONES[0] as string)).map((m) => [m.id, m]));
       expect(byId.get(before.json.message_id)?.status).toBe("delivered");
       const cutOff = byId.get(stale.id);
       expect(cutOff?.status).toBe("failed");
@@ -253,7 +159,7 @@ test(
       expect(byId.get(fresh.id)?.status).toBe("queued");
       expect(await server.stop("SIGTERM")).toBe(0);
     } finally {
-      file.cleanup();
+      await file.cleanup();
     }
   },
   60_000,

@@ -13,8 +13,7 @@
  *   FUZZ_SEED=random …   (a fresh seed; it is printed, so a failure can be replayed)
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { rmSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import { startServer, type Server } from "./harness";
 import type { MessageRecord } from "./api";
 
@@ -877,7 +876,7 @@ describe("fuzz: hostile requests on every route", () => {
 
   afterAll(async () => {
     await server?.stop("SIGTERM");
-    if (server) rmSync(dirname(server.dbPath), { recursive: true, force: true });
+    await server?.db.cleanup();
   }, 30_000);
 
   test(
@@ -960,7 +959,7 @@ describe("fuzz: authentication variants", () => {
 
   afterAll(async () => {
     await server?.stop("SIGTERM");
-    if (server) rmSync(dirname(server.dbPath), { recursive: true, force: true });
+    await server?.db.cleanup();
   }, 30_000);
 
   function badAuth(key: string): [string, string][] {

@@ -206,7 +206,7 @@ describe("GENERATOR_MODEL (provider:model, through LangChain's initChatModel)", 
   });
 
   test.each([["anthropic:claude-3-5-haiku"], ["gpt-4o-mini"]])("GENERATOR_MODEL=%s stops start-up with one line naming GENERATOR_MODEL", async (value) => {
-    const child = spawnServer({ env: { OPENAI_API_KEY: "sk-local-test", OPENAI_BASE_URL: model.baseUrl, GENERATOR_MODEL: value } });
+    const child = await spawnServer({ env: { OPENAI_API_KEY: "sk-local-test", OPENAI_BASE_URL: model.baseUrl, GENERATOR_MODEL: value } });
     const code = await child.exited();
     expect(code).not.toBe(0);
     expect(child.stdout).not.toMatch(/listening on/);

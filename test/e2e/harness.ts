@@ -1,5 +1,9 @@
 // Boots the real Textwire server (`bun run start`) and CLI (`bun run textwire`) as
-// subprocesses against a temporary SQLite file, and talks to them over real HTTP.
+// subprocesses against a test database of their own, and talks to them over real HTTP.
+//
+// The database is a temporary SQLite file, or, in the PostgreSQL pass (TEST_DIALECT=postgres
+// with TEST_DATABASE_URL, README "Tests"), a fresh PostgreSQL database: one suite, two
+// dialects. Tests that look inside the database go through TestDatabase, which speaks both.
 //
 // Every wait is bounded and fails with the output collected so far. Servers run in
 // their own process group, so kill() also ends the `bun src/main.ts` child that
@@ -8,11 +12,15 @@
 // Failed authentication is throttled per client address (docs/api.md: 20 a minute),
 // and every test talks from 127.0.0.1: keep each server below 20 failed attempts
 // unless the test is about that throttle.
+import { Database, type SQLQueryBindings } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import pg from "pg";
+import { configSchema } from "../../src/config";
+import { createTestDatabase, DATABASE_NAME_PREFIX, TEST_DATABASE_URL } from "../support/postgres";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
 
@@ -23,77 +31,220 @@ const CLI_MS = 15_000;
 const LISTENING = /listening on (http:\/\/[0-9.]+:\d+)/;
 export const KEY_PATTERN = /\btw_[A-Za-z0-9_-]{24,}/g;
 
-/** Every variable of docs/operations.md: the inherited environment never decides one of them. */
-const CONFIG_VARS = [
-  "PORT",
-  "HOST",
-  "DATABASE_URL",
-  "API_KEYS",
-  "NETWORK",
-  "OPENAI_API_KEY",
-  "OPENAI_BASE_URL",
-  "OPENAI_MODEL",
-  "GENERATOR_TIMEOUT_MS",
-  "MAX_MESSAGE_LENGTH",
-  "RATE_LIMIT_PER_MINUTE",
-  "RATE_LIMIT_BURST",
-  "TRUSTED_PROXIES",
-  "WORKFLOWS_DIR",
-  "LOG_LEVEL",
-  "WORKFLOW_RUNS_RETENTION_DAYS",
-  "MAINTENANCE_INTERVAL_MS",
-  "NODE_ENV",
-  "TEXTWIRE_URL",
-  "TEXTWIRE_API_KEY",
-  "PUBLIC_URL",
-  "TWILIO_ACCOUNT_SID",
-  "TWILIO_AUTH_TOKEN",
-  "TWILIO_FROM",
-  "TWILIO_API_URL",
-  "BLUEBUBBLES_URL",
-  "BLUEBUBBLES_PASSWORD",
-  "WEBHOOK_SECRET",
-];
+/**
+ * Every variable the server reads (src/config.ts, docs/operations.md), and NODE_ENV: the
+ * inherited environment never decides one of them.
+ */
+const CONFIG_VARS = [...Object.keys(configSchema.shape), "NODE_ENV"];
 
 /** An env overlay; `undefined` removes a variable. */
 export type EnvOverlay = Record<string, string | undefined>;
 
-/** A fresh API key in the contract's format: "tw_test_" + 32 URL-safe characters. */
+/** A fresh API key for `API_KEYS` (at least 24 letters, digits, `_` or `-`: docs/operations.md). */
 export function newApiKey(): string {
   return "tw_test_" + randomBytes(24).toString("base64url");
 }
 
-export interface TempDb {
-  dir: string;
-  path: string;
-  cleanup(): void;
+export type Dialect = "sqlite" | "postgres";
+
+/** The database this run's servers use: SQLite files unless TEST_DIALECT=postgres. */
+export const DIALECT: Dialect = process.env.TEST_DIALECT === "postgres" ? "postgres" : "sqlite";
+if (DIALECT === "postgres" && !TEST_DATABASE_URL) {
+  throw new Error("TEST_DIALECT=postgres needs TEST_DATABASE_URL (an admin URL, e.g. postgres://postgres@127.0.0.1:5432/postgres)");
+}
+/** For the few tests about SQLite itself (its files, its locks): skipped in the PostgreSQL pass. */
+export const onPostgres = DIALECT === "postgres";
+
+/** A value bound to a `?` placeholder. */
+export type SqlValue = string | number | boolean | null;
+
+/** Writes held back until release(). */
+export interface WriteBlock {
+  release(): Promise<void>;
+}
+
+/** One test's database, and a way to look inside it in either dialect. */
+export interface TestDatabase {
+  readonly dialect: Dialect;
+  /** DATABASE_URL: a SQLite file (created by the server) or a fresh PostgreSQL database. */
+  readonly url: string;
+  /** A temporary folder of its own, for workflow files and traces. */
+  readonly dir: string;
+  /**
+   * Runs one statement on a connection of its own and returns its rows. Placeholders are
+   * `?`; quote camel-case aliases (`AS "startedAt"`), PostgreSQL folds bare ones.
+   */
+  query<T = Record<string, unknown>>(sql: string, ...params: SqlValue[]): Promise<T[]>;
+  /** Runs one statement and returns how many rows it changed. */
+  run(sql: string, ...params: SqlValue[]): Promise<number>;
+  /**
+   * Until release(), the server's writes wait, and after 5 s fail with an error that says
+   * "locked"; reads go on. On SQLite another connection holds the write lock (5 s is the
+   * server's busy timeout); on PostgreSQL, which has no such timeout, a trigger on every
+   * table does the same.
+   */
+  blockWrites(): Promise<WriteBlock>;
+  /** Everything stored, as text, to search for what must never be stored (a whole key). */
+  contents(): Promise<string>;
+  /** Removes the file, or drops the database (closing its connections), and the folder. */
+  cleanup(): Promise<void>;
 }
 
 let runRoot: string | undefined;
 
 /**
  * One folder per test run holds every temporary database. bun test fires no exit event,
- * so a detached janitor removes the folder once this process has gone.
+ * so a detached janitor removes the folder, and drops the PostgreSQL databases this run
+ * created, once this process has gone.
  */
 function tempRoot(): string {
   if (runRoot) return runRoot;
   const root = mkdtempSync(join(tmpdir(), "textwire-e2e-"));
   const janitor = Bun.spawn(
-    ["sh", "-c", 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; rm -rf "$2"', "janitor", String(process.pid), root],
-    { stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: true },
+    ["sh", "-c", 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; rm -rf "$2"; [ -z "$3" ] || exec bun -e "$3"', "janitor", String(process.pid), root, onPostgres ? DROP_LEFTOVERS : ""],
+    { cwd: ROOT, stdin: "ignore", stdout: "ignore", stderr: "ignore", detached: true },
   );
   janitor.unref();
   runRoot = root;
   return root;
 }
 
-/** A database path inside a new temporary folder (the file itself does not exist yet). */
-export function tempDb(): TempDb {
-  const dir = mkdtempSync(join(tempRoot(), "db-"));
+const DROP_LEFTOVERS = `import pg from "pg";
+const admin = new pg.Client({ connectionString: ${JSON.stringify(TEST_DATABASE_URL ?? "")}, connectionTimeoutMillis: 5000 });
+await admin.connect();
+const { rows } = await admin.query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [${JSON.stringify(DATABASE_NAME_PREFIX)}]);
+for (const { datname } of rows) await admin.query('DROP DATABASE IF EXISTS "' + datname + '" WITH (FORCE)');
+await admin.end();`;
+
+/** A new folder inside this run's temporary root. */
+function tempDir(): string {
+  return mkdtempSync(join(tempRoot(), "db-"));
+}
+
+/** A database of the run's dialect, new and empty, for one test or suite. */
+export async function testDatabase(): Promise<TestDatabase> {
+  if (DIALECT === "sqlite") return sqliteDatabase();
+  const dir = tempDir();
+  const created = await createTestDatabase();
+  return postgresDatabase(created.url, dir, async () => {
+    await created.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+/**
+ * A SQLite database, whatever the run's dialect: for tests about SQLite itself. `file` is
+ * a path inside a new folder, or an absolute path or `:memory:` taken as it is.
+ */
+export function sqliteDatabase(file = "textwire.db"): TestDatabase {
+  const dir = tempDir();
+  const url = file === ":memory:" || isAbsolute(file) ? file : join(dir, file);
+  const open = () => {
+    const db = new Database(url);
+    db.run("PRAGMA busy_timeout = 5000");
+    return db;
+  };
+  const using = <T>(work: (db: Database) => T): T => {
+    const db = open();
+    try {
+      return work(db);
+    } finally {
+      db.close();
+    }
+  };
   return {
+    dialect: "sqlite",
+    url,
     dir,
-    path: join(dir, "textwire.db"),
-    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+    query: async <T>(sql: string, ...params: SqlValue[]) => using((db) => db.query(sql).all(...(params as SQLQueryBindings[])) as T[]),
+    run: async (sql, ...params) => using((db) => db.query(sql).run(...(params as SQLQueryBindings[])).changes),
+    async blockWrites() {
+      const db = open();
+      db.run("BEGIN IMMEDIATE");
+      return {
+        async release() {
+          db.run("ROLLBACK");
+          db.close();
+        },
+      };
+    },
+    async contents() {
+      return [url, `${url}-wal`]
+        .filter((p) => existsSync(p))
+        .map((p) => readFileSync(p).toString("latin1"))
+        .join("");
+    },
+    async cleanup() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `?` placeholders as PostgreSQL's `$1`, `$2`, … (no test's SQL has a `?` inside a string). */
+const numbered = (sql: string) => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
+/** µs and ms times are bigint columns; every one a test reads is a safe integer. */
+const INT8_AS_NUMBER = { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as "text")) };
+
+/** An advisory lock the test holds while writes wait (any number of our own). */
+const WRITES_LOCK = 7_465_787_478;
+/** A write waits for the test's lock as SQLite's busy timeout waits: 5 s, then "locked". */
+const WAIT_FOR_WRITES = `CREATE OR REPLACE FUNCTION wait_for_writes() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE deadline timestamptz := clock_timestamp() + interval '5 seconds';
+  BEGIN
+    WHILE NOT pg_try_advisory_xact_lock_shared(${WRITES_LOCK}) LOOP
+      IF clock_timestamp() > deadline THEN RAISE EXCEPTION 'database is locked (a test holds writes)'; END IF;
+      PERFORM pg_sleep(0.02);
+    END LOOP;
+    RETURN NULL;
+  END $$`;
+
+function postgresDatabase(url: string, dir: string, cleanup: () => Promise<void>): TestDatabase {
+  const using = async <T>(work: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, types: INT8_AS_NUMBER });
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  };
+  const tables = (client: pg.Client) =>
+    client.query<{ name: string }>("SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')");
+  return {
+    dialect: "postgres",
+    url,
+    dir,
+    query: <T>(sql: string, ...params: SqlValue[]) => using(async (c) => (await c.query(numbered(sql), params)).rows as T[]),
+    run: (sql, ...params) => using(async (c) => (await c.query(numbered(sql), params)).rowCount ?? 0),
+    async blockWrites() {
+      const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+      await holder.connect();
+      await holder.query(`SELECT pg_advisory_lock(${WRITES_LOCK})`);
+      const publicTables = async (c: pg.Client) => (await tables(c)).rows.map((t) => t.name).filter((t) => t.startsWith("public."));
+      await using(async (c) => {
+        await c.query(WAIT_FOR_WRITES);
+        for (const t of await publicTables(c)) await c.query(`CREATE TRIGGER wait_for_writes BEFORE INSERT OR UPDATE OR DELETE ON ${t} EXECUTE FUNCTION wait_for_writes()`);
+      });
+      return {
+        async release() {
+          // The waiting writes go on first; dropping a trigger waits for them.
+          await holder.end();
+          await using(async (c) => {
+            for (const t of await publicTables(c)) await c.query(`DROP TRIGGER IF EXISTS wait_for_writes ON ${t}`);
+          });
+        },
+      };
+    },
+    contents: () =>
+      using(async (c) => {
+        const out: string[] = [];
+        for (const { name } of (await tables(c)).rows) for (const row of (await c.query(`SELECT t::text AS row FROM ${name} t`)).rows) out.push(row.row);
+        return out.join("\n");
+      }),
+    cleanup,
   };
 }
 
@@ -165,7 +316,8 @@ export interface Server {
   url: string;
   /** The key to use: the one passed in API_KEYS, else the one the server printed, else "". */
   apiKey: string;
-  dbPath: string;
+  /** The database it runs on. */
+  db: TestDatabase;
   proc: Subprocess<"ignore", "pipe", "pipe">;
   readonly stdout: string;
   readonly stderr: string;
@@ -183,8 +335,8 @@ export interface Server {
 export interface StartOptions {
   /** Extra or overriding environment (`undefined` removes a variable). */
   env?: EnvOverlay;
-  /** SQLite path; default: a new temporary file. */
-  dbPath?: string;
+  /** Default: a new one of the run's dialect (testDatabase()). */
+  db?: TestDatabase;
   /** The key put in API_KEYS; default a new one; null starts the server with no API_KEYS. */
   apiKey?: string | null;
   /** `bun run start MODE`: `api` (no workflows) or `worker` (no HTTP); default both. */
@@ -203,13 +355,13 @@ export interface Spawned {
 }
 
 /** Starts `bun run start` without waiting for it to listen. */
-export function spawnServer(opts: StartOptions = {}): Spawned & { dbPath: string; apiKey: string | null } {
-  const dbPath = opts.dbPath ?? tempDb().path;
+export async function spawnServer(opts: StartOptions = {}): Promise<Spawned & { db: TestDatabase; apiKey: string | null }> {
+  const db = opts.db ?? (await testDatabase());
   const apiKey = opts.apiKey === undefined ? newApiKey() : opts.apiKey;
   const env = buildEnv({
     PORT: "0",
     HOST: "127.0.0.1",
-    DATABASE_URL: dbPath,
+    DATABASE_URL: db.url,
     API_KEYS: apiKey ?? "",
     WORKFLOWS_DIR: "off",
     RATE_LIMIT_PER_MINUTE: "0",
@@ -217,7 +369,7 @@ export function spawnServer(opts: StartOptions = {}): Spawned & { dbPath: string
     ...opts.env,
   });
   // Object.assign keeps the stdout/stderr getters alive (a spread would freeze them).
-  return Object.assign(spawnBun(["run", "--silent", "start", ...(opts.mode ? [opts.mode] : [])], env), { dbPath, apiKey });
+  return Object.assign(spawnBun(["run", "--silent", "start", ...(opts.mode ? [opts.mode] : [])], env), { db, apiKey });
 }
 
 function spawnBun(args: string[], env: Record<string, string>): Spawned {
@@ -272,7 +424,7 @@ function spawnBun(args: string[], env: Record<string, string>): Spawned {
 
 /** Starts the server and waits (at most 15 s) until it logs that it is listening. */
 export async function startServer(opts: StartOptions = {}): Promise<Server> {
-  const child = spawnServer(opts);
+  const child = await spawnServer(opts);
   const deadline = Date.now() + STARTUP_MS;
   let url: string | undefined;
   while (url === undefined) {
@@ -297,7 +449,7 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
   return {
     url: base,
     apiKey,
-    dbPath: child.dbPath,
+    db: child.db,
     proc: child.proc,
     get stdout() {
       return child.stdout;

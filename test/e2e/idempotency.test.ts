@@ -56,7 +56,7 @@ describe("Idempotency-Key on POST /api/send", () => {
     await sendWithKey(`shared-${phone}`, body);
     const created = Bun.spawnSync(["bun", "run", "--silent", "textwire", "keys", "create", "--name", `other-${phone.slice(-4)}`], {
       cwd: `${import.meta.dir}/../..`,
-      env: { ...process.env, DATABASE_URL: server.dbPath },
+      env: { ...process.env, DATABASE_URL: server.db.url },
     });
     const otherKey = created.stdout.toString().trim();
     expect(otherKey).toMatch(/^tw_/);
@@ -131,7 +131,7 @@ describe("Idempotency-Key on POST /api/send", () => {
     const body = { phone, message: "before restart" };
     const first = await sendWithKey(`restart-${phone}`, body, own);
     expect(await own.stop()).toBe(0);
-    const again = await startServer({ dbPath: own.dbPath, apiKey: own.apiKey });
+    const again = await startServer({ db: own.db, apiKey: own.apiKey });
     try {
       const replay = await sendWithKey(`restart-${phone}`, body, again);
       expect(replay.status).toBe(200);

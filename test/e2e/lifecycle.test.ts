@@ -1,23 +1,21 @@
 // Start-up and configuration (docs/operations.md): the first key is generated and printed
 // once, bad configuration stops the process with one line naming the variable,
 // /health needs no key, the database file and its folder are created.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { call, history, newPhone, send } from "./api";
-import { KEY_PATTERN, lines, newApiKey, spawnServer, startServer, tempDb, type Server, type TempDb } from "./harness";
+import { KEY_PATTERN, lines, newApiKey, onPostgres, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
 
-const dbs: TempDb[] = [];
+const dbs: TestDatabase[] = [];
 const servers: Server[] = [];
-afterAll(() => {
+afterAll(async () => {
   for (const s of servers) s.kill();
-  for (const db of dbs) db.cleanup();
+  for (const db of dbs) await db.cleanup();
 });
-function newDb(): TempDb {
-  const db = tempDb();
+function newDb(db: TestDatabase): TestDatabase {
   dbs.push(db);
   return db;
 }
@@ -28,11 +26,14 @@ async function boot(opts: Parameters<typeof startServer>[0]): Promise<Server> {
 }
 
 describe("the first API key", () => {
-  const db = newDb();
+  let db: TestDatabase;
   let key = "";
+  beforeAll(async () => {
+    db = newDb(await testDatabase());
+  });
 
   test("with no key anywhere, the server creates one, prints it once on stdout, and it works", async () => {
-    const server = await boot({ dbPath: db.path, apiKey: null });
+    const server = await boot({ db, apiKey: null });
     const printed = server.stdout.match(KEY_PATTERN) ?? [];
     expect(printed).toHaveLength(1);
     key = printed[0]!;
@@ -44,18 +45,15 @@ describe("the first API key", () => {
     expect(await server.stop()).toBe(0);
   });
 
-  test("only its hash is stored: the database file does not hold the key", () => {
-    const bytes = [db.path, `${db.path}-wal`]
-      .filter((p) => existsSync(p))
-      .map((p) => readFileSync(p).toString("latin1"))
-      .join("");
+  test("only its hash is stored: the database does not hold the key", async () => {
+    const bytes = await db.contents();
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes.includes(key)).toBe(false);
   });
 
   test("a second start on the same database prints no key, and the first key still works", async () => {
     expect(key).toMatch(/^tw_/);
-    const server = await boot({ dbPath: db.path, apiKey: null });
+    const server = await boot({ db, apiKey: null });
     expect(server.stdout.match(KEY_PATTERN)).toBeNull();
     expect(server.stderr.match(KEY_PATTERN)).toBeNull();
     expect((await call(server, "GET", "/api/messages/poll", { key })).status).toBe(200);
@@ -63,7 +61,7 @@ describe("the first API key", () => {
 
   test("with API_KEYS set on a new database, no key is generated or printed", async () => {
     const apiKey = newApiKey();
-    const server = await boot({ dbPath: newDb().path, apiKey });
+    const server = await boot({ db: newDb(await testDatabase()), apiKey });
     expect(server.stdout.match(KEY_PATTERN)).toBeNull();
     expect(server.stderr.match(KEY_PATTERN)).toBeNull();
   });
@@ -83,7 +81,7 @@ describe("a bad configuration value stops the process with one line naming the v
   ];
   for (const [name, value] of bad) {
     test(`${name}=${value}`, async () => {
-      const child = spawnServer({ env: { [name]: value } });
+      const child = await spawnServer({ env: { [name]: value } });
       const code = await child.exited();
       expect(code).not.toBe(0);
       expect(child.stdout).not.toMatch(/listening on/);
@@ -96,7 +94,7 @@ describe("a bad configuration value stops the process with one line naming the v
 
   test("a bad API_KEYS value is not echoed", async () => {
     const secretish = "tw_" + "x".repeat(10) + "!" + "y".repeat(20);
-    const child = spawnServer({ apiKey: secretish });
+    const child = await spawnServer({ apiKey: secretish });
     expect(await child.exited()).not.toBe(0);
     expect(child.stderr).toContain("API_KEYS");
     expect(child.stderr + child.stdout).not.toContain(secretish);
@@ -112,18 +110,18 @@ describe("running", () => {
     expect(await res.json()).toEqual({ status: "ok" });
   });
 
-  test("the database file is created with its folder", async () => {
-    const db = newDb();
-    const nested = join(db.dir, "a", "b", "textwire.db");
-    const server = await boot({ dbPath: nested });
+  // SQLite URLs: a file (and its folder) created, and :memory:.
+  test.skipIf(onPostgres)("the database file is created with its folder", async () => {
+    const db = newDb(sqliteDatabase("a/b/textwire.db"));
+    const server = await boot({ db });
     const phone = newPhone();
     await send(server, phone, "stored in a new folder");
-    expect(existsSync(nested)).toBe(true);
+    expect(existsSync(db.url)).toBe(true);
     expect((await history(server, phone)).total).toBe(1);
   });
 
-  test("DATABASE_URL=:memory: works", async () => {
-    const server = await boot({ dbPath: ":memory:" });
+  test.skipIf(onPostgres)("DATABASE_URL=:memory: works", async () => {
+    const server = await boot({ db: newDb(sqliteDatabase(":memory:")) });
     const phone = newPhone();
     await send(server, phone, "in memory");
     expect((await history(server, phone)).total).toBe(1);

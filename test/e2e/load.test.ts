@@ -12,8 +12,6 @@
  *   LOAD_SECONDS=60 LOAD_CLIENTS=200 LOAD_MAX_ITERATIONS=100000 bun test test/e2e/load.test.ts
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { rmSync } from "node:fs";
-import { dirname } from "node:path";
 import { startServer, type Server } from "./harness";
 import type { MessageRecord } from "./api";
 
@@ -238,7 +236,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop("SIGTERM");
-  if (server) rmSync(dirname(server.dbPath), { recursive: true, force: true });
+  await server?.db.cleanup();
 }, 30_000);
 
 test(

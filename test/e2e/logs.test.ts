@@ -1,4 +1,4 @@
-// Structured logs (docs/operations.md, issue "secrets"): one JSON object a line, a request id shared
+// Structured logs (docs/operations.md): one JSON object a line, a request id shared
 // with the X-Request-Id header, and never a key or a message text.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { call, newPhone } from "./api";

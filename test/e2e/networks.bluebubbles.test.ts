@@ -10,7 +10,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
-import { lines, spawnServer, startServer, tempDb, waitUntil, type EnvOverlay, type Server, type TempDb } from "./harness";
+import { lines, spawnServer, startServer, testDatabase, waitUntil, type EnvOverlay, type Server, type TestDatabase } from "./harness";
 import {
   bbAttachment,
   bbMessage,
@@ -46,7 +46,7 @@ let fake: FakeBlueBubbles;
 let server: Server;
 const servers: Server[] = [];
 const fakes: FakeBlueBubbles[] = [];
-const dbs: TempDb[] = [];
+const dbs: TestDatabase[] = [];
 
 beforeAll(async () => {
   fake = startFakeBlueBubbles();
@@ -60,7 +60,7 @@ afterAll(async () => {
   for (const s of servers) s.kill();
   await fake?.stop();
   for (const f of fakes) await f.stop();
-  for (const db of dbs) db.cleanup();
+  for (const db of dbs) await db.cleanup();
 }, 30_000);
 
 function expect2xx(reply: WebhookReply, what: string): void {
@@ -305,13 +305,13 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
     fakes.push(f);
     return f;
   }
-  function newDb(): TempDb {
-    const db = tempDb();
+  async function newDb(): Promise<TestDatabase> {
+    const db = await testDatabase();
     dbs.push(db);
     return db;
   }
-  async function boot(f: FakeBlueBubbles, dbPath: string, apiKey: string): Promise<Server> {
-    const s = await startServer({ env: bbEnv(f), dbPath, apiKey });
+  async function boot(f: FakeBlueBubbles, db: TestDatabase, apiKey: string): Promise<Server> {
+    const s = await startServer({ env: bbEnv(f), db, apiKey });
     servers.push(s);
     return s;
   }
@@ -341,11 +341,11 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
 
   test("messages that arrived while Textwire was down are stored once at start; later starts do not store them twice", async () => {
     const f = newFake();
-    const db = newDb();
+    const db = await newDb();
     const phone = newPhone();
     const key = "tw_test_" + randomBytes(24).toString("base64url");
 
-    const first = await boot(f, db.path, key);
+    const first = await boot(f, db, key);
     await waitForQueries(f, 1);
     const query = f.queries[0]!;
     expect(query.query).toEqual({ password: f.password });
@@ -361,7 +361,7 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
     const t = Date.now();
     for (let i = 1; i <= 3; i++) f.messages.push(bbMessage({ address: phone, text: `missed ${i}`, dateCreated: t + i }));
 
-    const second = await boot(f, db.path, key);
+    const second = await boot(f, db, key);
     await waitForText(second, phone, "missed 3");
     expect(await texts(second, phone)).toEqual(["missed 1", "missed 2", "missed 3"]);
     const polled = await poll(second, { phone });
@@ -379,7 +379,7 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
 
     // A third start finds all of those again on the Mac, plus one new message.
     f.messages.push(bbMessage({ address: phone, text: "missed 4", dateCreated: Date.now() + 1 }));
-    const third = await boot(f, db.path, key);
+    const third = await boot(f, db, key);
     await waitForText(third, phone, "missed 4");
     expect(await texts(third, phone)).toEqual(["missed 1", "missed 2", "missed 3", "live", "missed 4"]);
     expect((await poll(third, { phone })).count).toBe(5);
@@ -387,7 +387,7 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
 
     // A fourth start with nothing new, then one new message: still each once.
     f.messages.push(bbMessage({ address: phone, text: "missed 5", dateCreated: Date.now() + 1 }));
-    const fourth = await boot(f, db.path, key);
+    const fourth = await boot(f, db, key);
     await waitForText(fourth, phone, "missed 5");
     expect(await texts(fourth, phone)).toEqual(["missed 1", "missed 2", "missed 3", "live", "missed 4", "missed 5"]);
     fourth.kill();
@@ -395,10 +395,10 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
 
   test("the echo of a message we sent, found by catch-up, is matched to it and not stored as inbound", async () => {
     const f = newFake();
-    const db = newDb();
+    const db = await newDb();
     const phone = newPhone();
     const key = "tw_test_" + randomBytes(24).toString("base64url");
-    const first = await boot(f, db.path, key);
+    const first = await boot(f, db, key);
     await waitForQueries(f, 1);
     const sent = await send(first, phone, "sent before the restart");
     expect(await stop(first)).toBe(0);
@@ -409,7 +409,7 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
     ours.isDelivered = true;
     f.messages.push(bbMessage({ address: phone, text: "reply while down", dateCreated: Date.now() + 1 }));
 
-    const second = await boot(f, db.path, key);
+    const second = await boot(f, db, key);
     await waitForText(second, phone, "reply while down");
     const { messages, total } = await history(second, phone);
     expect(total).toBe(2);
@@ -425,10 +425,10 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
 
   test("more missed messages than one message/query page (150) are all stored, each once", async () => {
     const f = newFake();
-    const db = newDb();
+    const db = await newDb();
     const phone = newPhone();
     const key = "tw_test_" + randomBytes(24).toString("base64url");
-    const first = await boot(f, db.path, key);
+    const first = await boot(f, db, key);
     await waitForQueries(f, 1);
     expect(await stop(first)).toBe(0);
 
@@ -438,7 +438,7 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
       expected.push(`backlog ${i}`);
       f.messages.push(bbMessage({ address: phone, text: `backlog ${i}`, dateCreated: t + i }));
     }
-    const second = await boot(f, db.path, key);
+    const second = await boot(f, db, key);
     await waitForText(second, phone, "backlog 150");
     expect(await texts(second, phone)).toEqual(expected);
     const page1 = await poll(second, { phone, limit: 100 });
@@ -453,8 +453,8 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
   test("a failing message/query at start does not stop the server; webhooks still work", async () => {
     const f = newFake();
     f.replyToQuery({ kind: "error", httpStatus: 500, message: "iMessage database locked" });
-    const db = newDb();
-    const s = await boot(f, db.path, "tw_test_" + randomBytes(24).toString("base64url"));
+    const db = await newDb();
+    const s = await boot(f, db, "tw_test_" + randomBytes(24).toString("base64url"));
     await waitForQueries(f, 1);
     const phone = newPhone();
     expect2xx(await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "still here" }) }, SECRET, s), "webhook");
@@ -468,13 +468,13 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
     // Textwire must not store them as `received` now: poll would hand every one of them
     // to the workflows as new, and an autoresponder would answer them all.
     const f = newFake();
-    const db = newDb();
+    const db = await newDb();
     const phone = newPhone();
     const key = "tw_test_" + randomBytes(24).toString("base64url");
     const yearAgo = Date.now() - 400 * 24 * 3600 * 1000;
     for (let i = 1; i <= 5; i++) f.messages.push(bbMessage({ address: phone, text: `old ${i}`, dateCreated: yearAgo + i * 60_000 }));
 
-    const s = await boot(f, db.path, key);
+    const s = await boot(f, db, key);
     // A live message once the server is up; then a bounded moment (whether or not this start
     // asks message/query at all) for any start-up catch-up to have applied what it applies.
     expect2xx(await webhook({ type: "new-message", data: bbMessage({ address: phone, text: "hello, new here" }) }, SECRET, s), "live");
@@ -680,7 +680,7 @@ describe("start-up without the BlueBubbles settings", () => {
   const required = ["BLUEBUBBLES_URL", "BLUEBUBBLES_PASSWORD", "WEBHOOK_SECRET"] as const;
 
   test.each(required)("NETWORK=bluebubbles without %s exits non-zero with one line naming it", async (name) => {
-    const child = spawnServer({ env: bbEnv(fake, { [name]: undefined }) });
+    const child = await spawnServer({ env: bbEnv(fake, { [name]: undefined }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     expect(child.stdout).not.toMatch(/listening on/);
@@ -698,7 +698,7 @@ describe("start-up without the BlueBubbles settings", () => {
     ["WEBHOOK_SECRET", "has spaces and is long enough but not url safe"],
     ["BLUEBUBBLES_URL", "192.168.1.20:1234 without scheme"],
   ])("NETWORK=bluebubbles with a malformed %s (%p) exits non-zero with one line naming it, without echoing a secret", async (name, value) => {
-    const child = spawnServer({ env: bbEnv(fake, { [name]: value }) });
+    const child = await spawnServer({ env: bbEnv(fake, { [name]: value }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     const errLines = lines(child.stderr);

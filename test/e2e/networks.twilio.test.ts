@@ -4,20 +4,23 @@
 // - signed inbound webhooks (X-Twilio-Signature over PUBLIC_URL + path + sorted params),
 //   answered with empty TwiML, deduplicated by MessageSid, forged ones refused with 401;
 // - status callbacks: forward only, `delivered` and `failed` final;
-// - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502);
+// - Twilio's errors mapped on POST /api/send (400 → 400, 429 → 429, 5xx or unreachable → 502;
+//   no answer in time or a cut answer → 504, the message stays queued and is never sent twice);
 // - missing driver settings stop start-up with one line naming the variable.
-import { Database } from "bun:sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 // The official SDK's webhook functions, to sign and check requests as Twilio's own code does.
 import { getExpectedTwilioSignature, validateRequest } from "twilio/lib/webhooks/webhooks";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
-import { lines, spawnServer, startServer, type EnvOverlay, type Server } from "./harness";
+import { lines, spawnServer, startServer, type Server } from "./harness";
 import {
+  TEST_FROM as FROM,
+  TEST_PUBLIC_URL as PUBLIC_URL,
   postTwilioWebhook,
   signTwilioRequest,
   startFakeTwilio,
   twilioInboundParams,
   twilioSid,
+  twilioEnv,
   twilioStatusParams,
   type FakeTwilio,
   type WebhookReply,
@@ -26,27 +29,9 @@ import {
 // Tests that start servers of their own wait up to 15 s for each; every wait inside is bounded.
 setDefaultTimeout(60_000);
 
-const PUBLIC_URL = "https://textwire.example.com";
-const FROM = "+14155550100";
 const INBOUND_PATH = "/webhooks/twilio";
 const STATUS_PATH = "/webhooks/twilio/status";
 const EMPTY_TWIML = /^(<\?xml[^>]*\?>)?\s*(<Response\s*\/>|<Response>\s*<\/Response>)\s*$/;
-
-/** Every network variable is set or removed explicitly: the inherited environment decides none. */
-function twilioEnv(fake: FakeTwilio, overrides: EnvOverlay = {}): EnvOverlay {
-  return {
-    NETWORK: "twilio",
-    TWILIO_API_URL: fake.url,
-    TWILIO_ACCOUNT_SID: fake.accountSid,
-    TWILIO_AUTH_TOKEN: fake.authToken,
-    TWILIO_FROM: FROM,
-    PUBLIC_URL,
-    BLUEBUBBLES_URL: undefined,
-    BLUEBUBBLES_PASSWORD: undefined,
-    WEBHOOK_SECRET: undefined,
-    ...overrides,
-  };
-}
 
 let fake: FakeTwilio;
 let server: Server;
@@ -454,11 +439,64 @@ describe("Twilio's errors on POST /api/send", () => {
   });
 });
 
+describe("a send whose outcome is unknown (docs/networks.md)", () => {
+  test("no answer within TWILIO_SEND_TIMEOUT_MS → 504 with message_id; stays queued; a retry with its key sends nothing; the status callback settles it", async () => {
+    const slow = await startServer({ env: twilioEnv(fake, { TWILIO_SEND_TIMEOUT_MS: "1000" }) });
+    extraServers.push(slow);
+    // Twilio takes the message but answers only after Textwire stopped waiting.
+    fake.reply(async () => {
+      await Bun.sleep(2_500);
+      return { kind: "created" };
+    });
+    const phone = newPhone();
+    const body = { phone, message: "slow answer" };
+    const headers = { "Idempotency-Key": `slow-${phone}` };
+    const before = fake.sends.length;
+    const first = await call<{ success: false; error: { code: string; message_id?: string } }>(slow, "POST", "/api/send", { body, headers });
+    expectError(first, 504, "GATEWAY_TIMEOUT", [fake.authToken]);
+    const id = first.body.error.message_id!;
+    expect(id).toMatch(/\S/);
+    const queued = (await history(slow, phone)).messages;
+    expect(queued.map((m) => [m.id, m.status])).toEqual([[id, "queued"]]);
+
+    const retry = await call<{ success: false; error: { code: string; message_id?: string } }>(slow, "POST", "/api/send", { body, headers });
+    expect(retry.status).toBe(504);
+    expect(retry.body.error.message_id).toBe(id);
+    await Bun.sleep(2_000); // the first request's late answer has come and gone
+    expect(fake.sends.length).toBe(before + 1);
+
+    // Twilio's report, with our id in the callback URL, settles it.
+    const params = statusParams(fake.sids.at(-1)!, phone, "delivered");
+    const path = `${STATUS_PATH}?id=${encodeURIComponent(id)}`;
+    expect2xx(await postTwilioWebhook(slow.url, path, params, signTwilioRequest(fake.authToken, PUBLIC_URL + path, params)), "status callback");
+    expect((await history(slow, phone)).messages.map((m) => m.status)).toEqual(["delivered"]);
+    const settled = await call<SendResult>(slow, "POST", "/api/send", { body, headers });
+    expect(settled.status).toBe(200);
+    expect(settled.body.message_id).toBe(id);
+    expect(fake.sends.length).toBe(before + 1);
+    slow.kill();
+  });
+
+  test("Twilio answers 201 but the answer is cut → 504 with message_id, never failed, never sent twice", async () => {
+    fake.reply({ kind: "raw", httpStatus: 201, body: '{"sid": "SM', contentType: "application/json" });
+    const phone = newPhone();
+    const headers = { "Idempotency-Key": `cut-${phone}` };
+    const before = fake.sends.length;
+    const reply = await call<{ success: false; error: { code: string; message_id?: string } }>(server, "POST", "/api/send", { body: { phone, message: "cut answer" }, headers });
+    expectError(reply, 504, "GATEWAY_TIMEOUT", [fake.authToken]);
+    expect((await history(server, phone)).messages.map((m) => [m.id, m.status])).toEqual([[reply.body.error.message_id!, "queued"]]);
+    fake.reply({ kind: "created" });
+    const retry = await call(server, "POST", "/api/send", { body: { phone, message: "cut answer" }, headers });
+    expect(retry.status).toBe(504);
+    expect(fake.sends.length).toBe(before + 1);
+  });
+});
+
 describe("start-up without the Twilio settings", () => {
   const required = ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM", "PUBLIC_URL"] as const;
 
   test.each(required)("NETWORK=twilio without %s exits non-zero with one line naming it", async (name) => {
-    const child = spawnServer({ env: twilioEnv(fake, { [name]: undefined }) });
+    const child = await spawnServer({ env: twilioEnv(fake, { [name]: undefined }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     expect(child.stdout).not.toMatch(/listening on/);
@@ -473,7 +511,7 @@ describe("start-up without the Twilio settings", () => {
     ["TWILIO_FROM", "not-a-number"],
     ["PUBLIC_URL", "textwire.example.com without scheme"],
   ])("NETWORK=twilio with a malformed %s exits non-zero with one line naming it", async (name, value) => {
-    const child = spawnServer({ env: twilioEnv(fake, { [name]: value }) });
+    const child = await spawnServer({ env: twilioEnv(fake, { [name]: value }) });
     const code = await child.exited();
     expect(code).not.toBe(0);
     const errLines = lines(child.stderr);
@@ -577,14 +615,12 @@ describe("partially_delivered and OptOutType", () => {
       expect2xx(await signed(INBOUND_PATH, params), `inbound ${text}`);
     }
     expect((await history(server, phone)).total).toBe(cases.length);
-    const db = new Database(server.dbPath, { readonly: true });
-    try {
-      const rows = db.query("SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'").all(phone) as { sid: string; type: string | null }[];
-      const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
-      expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
-    } finally {
-      db.close();
-    }
+    const rows = await server.db.query<{ sid: string; type: string | null }>(
+      "SELECT network_id AS sid, opt_out_type AS type FROM messages WHERE phone = ? AND direction = 'inbound'",
+      phone,
+    );
+    const bySid = Object.fromEntries(rows.map((r) => [r.sid, r.type]));
+    expect(sids.map((sid) => bySid[sid])).toEqual(["STOP", "START", "HELP", null, null]);
   });
 });
 

@@ -1,38 +1,38 @@
-// Messages survive a graceful stop and a restart on the same database file; SIGTERM and
+// Messages survive a graceful stop and a restart on the same database; SIGTERM and
 // SIGINT finish in-flight requests and exit 0 (docs/operations.md, docs/api.md).
 import { afterAll, afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, expectStrictlyIncreasing, history, inbound, newPhone, poll, send, type SendResult } from "./api";
-import { newApiKey, startServer, tempDb, type Server, type TempDb } from "./harness";
+import { newApiKey, startServer, testDatabase, type Server, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
 
 const servers: Server[] = [];
-const dbs: TempDb[] = [];
+const dbs: TestDatabase[] = [];
 afterEach(() => {
   for (const s of servers.splice(0)) s.kill();
 });
-afterAll(() => {
-  for (const db of dbs) db.cleanup();
+afterAll(async () => {
+  for (const db of dbs) await db.cleanup();
 });
 
-async function boot(dbPath: string, apiKey: string): Promise<Server> {
-  const s = await startServer({ dbPath, apiKey });
+async function boot(db: TestDatabase, apiKey: string): Promise<Server> {
+  const s = await startServer({ db, apiKey });
   servers.push(s);
   return s;
 }
-function newDb(): TempDb {
-  const db = tempDb();
+async function newDb(): Promise<TestDatabase> {
+  const db = await testDatabase();
   dbs.push(db);
   return db;
 }
 
 describe("stop and start again on the same database", () => {
   test("SIGTERM exits 0; after a restart history and poll hold every message unchanged", async () => {
-    const db = newDb();
+    const db = await newDb();
     const key = newApiKey();
     const phone = newPhone();
-    const first = await boot(db.path, key);
+    const first = await boot(db, key);
     const sent: SendResult[] = [];
     for (let i = 0; i < 3; i++) {
       sent.push(await send(first, phone, `out ${i}`));
@@ -42,7 +42,7 @@ describe("stop and start again on the same database", () => {
     expect(before.total).toBe(6);
     expect(await first.stop("SIGTERM")).toBe(0);
 
-    const second = await boot(db.path, key);
+    const second = await boot(db, key);
     const after = await history(second, phone);
     expect(after).toEqual(before);
     expect(after.messages.map((m) => m.id)).toEqual(sent.map((s) => s.message_id).reverse());
@@ -51,14 +51,14 @@ describe("stop and start again on the same database", () => {
   });
 
   test("after a restart new timestamps are still later than every stored one, and network ids still deduplicate", async () => {
-    const db = newDb();
+    const db = await newDb();
     const key = newApiKey();
     const phone = newPhone();
-    const first = await boot(db.path, key);
+    const first = await boot(db, key);
     const old = [await send(first, phone, "before"), await inbound(first, phone, "hello", "net-restart")];
     expect(await first.stop()).toBe(0);
 
-    const second = await boot(db.path, key);
+    const second = await boot(db, key);
     const redelivered = await inbound(second, phone, "hello", "net-restart");
     expect(redelivered.message_id).toBe(old[1]!.message_id);
     const fresh = await send(second, phone, "after");
@@ -67,21 +67,21 @@ describe("stop and start again on the same database", () => {
   });
 
   test("SIGINT also stops gracefully with exit code 0, keeping what was stored", async () => {
-    const db = newDb();
+    const db = await newDb();
     const key = newApiKey();
     const phone = newPhone();
-    const first = await boot(db.path, key);
+    const first = await boot(db, key);
     const r = await send(first, phone, "interrupted?");
     expect(await first.stop("SIGINT")).toBe(0);
-    const second = await boot(db.path, key);
+    const second = await boot(db, key);
     expect((await history(second, phone)).messages.map((m) => m.id)).toEqual([r.message_id]);
   });
 
   test("SIGTERM while 20 clients keep sending: exit 0, no 500, and every message answered 200 is stored", async () => {
-    const db = newDb();
+    const db = await newDb();
     const key = newApiKey();
     const phone = newPhone();
-    const first = await boot(db.path, key);
+    const first = await boot(db, key);
     type Outcome = { status: number; id?: string; timestamp?: string };
     const outcomes: Outcome[] = [];
     let stopping = false;
@@ -111,7 +111,7 @@ describe("stop and start again on the same database", () => {
     const accepted = outcomes.filter((o) => o.status === 200);
     expect(accepted.length).toBeGreaterThanOrEqual(40);
 
-    const second = await boot(db.path, key);
+    const second = await boot(db, key);
     const stored = new Map<string, { timestamp: string; status: string }>();
     for (let offset = 0; ; offset += 100) {
       const page = await history(second, phone, `limit=100&offset=${offset}`);

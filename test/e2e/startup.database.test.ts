@@ -1,12 +1,13 @@
-// A database that cannot be opened or written at start stops the server with one line
-// naming DATABASE_URL and the cause, exit code non-zero, never a stack trace
+// A SQLite database that cannot be opened or written at start stops the server with one
+// line naming DATABASE_URL and the cause, exit code non-zero, never a stack trace
 // (docs/operations.md). Each cause is made real: tests run as root, so a read-only file is
-// made immutable with chattr(1), and a read-only file system is /sys.
+// made immutable with chattr(1), and a read-only file system is /sys. Every cause is a
+// file's: the PostgreSQL pass skips them (startup.postgres.test.ts has PostgreSQL's).
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStorage } from "../../src/db";
-import { lines, runCli, spawnServer, tempDb } from "./harness";
+import { lines, onPostgres, runCli, spawnServer, sqliteDatabase, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -16,8 +17,8 @@ afterAll(() => {
   for (const path of immutable) Bun.spawnSync(["chattr", "-i", path]);
 });
 
-async function startFailure(dbPath: string) {
-  const child = spawnServer({ dbPath });
+async function startFailure(db: TestDatabase) {
+  const child = await spawnServer({ db });
   const code = await child.exited();
   return { code, stderr: child.stderr, stdout: child.stdout };
 }
@@ -32,42 +33,42 @@ function expectOneLine(result: { code: number; stderr: string; stdout: string },
   expect(result.stdout).not.toContain("listening on");
 }
 
-describe("a database that cannot be used at start", () => {
+describe.skipIf(onPostgres)("a SQLite database that cannot be used at start", () => {
   test("the path is a directory", async () => {
-    const db = tempDb();
-    mkdirSync(db.path);
-    expectOneLine(await startFailure(db.path), /is a directory/);
+    const db = sqliteDatabase();
+    mkdirSync(db.url);
+    expectOneLine(await startFailure(db), /is a directory/);
   });
 
   test("the file is not a SQLite database", async () => {
-    const db = tempDb();
-    writeFileSync(db.path, "name,phone\nAda,+14155550123\n".repeat(200));
-    expectOneLine(await startFailure(db.path), /not a SQLite database/);
+    const db = sqliteDatabase();
+    writeFileSync(db.url, "name,phone\nAda,+14155550123\n".repeat(200));
+    expectOneLine(await startFailure(db), /not a SQLite database/);
   });
 
   test("a part of the path is a file", async () => {
-    const db = tempDb();
-    writeFileSync(db.path, "");
-    expectOneLine(await startFailure(join(db.path, "textwire.db")), /part of the path is a file/);
+    const db = sqliteDatabase();
+    writeFileSync(db.url, "");
+    expectOneLine(await startFailure(sqliteDatabase(join(db.url, "textwire.db"))), /part of the path is a file/);
   });
 
   test("the file system is read-only (/sys)", async () => {
-    expectOneLine(await startFailure(`/sys/textwire-${process.pid}.db`), /cannot be opened or created|read-only/);
+    expectOneLine(await startFailure(sqliteDatabase(`/sys/textwire-${process.pid}.db`)), /cannot be opened or created|read-only/);
   });
 
   test("the CLI says the same in one line", async () => {
-    const db = tempDb();
-    mkdirSync(db.path);
-    const result = await runCli(["keys", "list"], { DATABASE_URL: db.path });
+    const db = sqliteDatabase();
+    mkdirSync(db.url);
+    const result = await runCli(["keys", "list"], { DATABASE_URL: db.url });
     expectOneLine(result, /is a directory/);
   });
 
   test("the file is read-only (immutable)", async () => {
-    const db = tempDb();
-    await (await openStorage(db.path)).close();
-    const made = Bun.spawnSync(["chattr", "+i", db.path]);
+    const db = sqliteDatabase();
+    await (await openStorage(db.url)).close();
+    const made = Bun.spawnSync(["chattr", "+i", db.url]);
     expect(made.exitCode).toBe(0);
-    immutable.push(db.path);
-    expectOneLine(await startFailure(db.path), /read-only/);
+    immutable.push(db.url);
+    expectOneLine(await startFailure(db), /read-only/);
   });
 });

@@ -4,34 +4,33 @@
  * retries, crashes and restarts ... every inbound message gets exactly one reply";
  * "every run is recorded"; README: "Shutdown waits for running runs (at most 10 s)").
  */
-import { Database } from "bun:sqlite";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { history, inbound, newPhone, type MessageRecord } from "./api";
-import { lines, startServer, tempDb, type Server, type TempDb, waitFor } from "./harness";
+import { lines, startServer, testDatabase, type Server, type TestDatabase, waitFor } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
 
 const servers: Server[] = [];
-const dbs: TempDb[] = [];
+const dbs: TestDatabase[] = [];
 
-afterAll(() => {
+afterAll(async () => {
   for (const s of servers) s.kill();
-  for (const d of dbs) d.cleanup();
+  for (const d of dbs) await d.cleanup();
 });
 
-function workspace(): { db: TempDb; wfDir: string } {
-  const db = tempDb();
+async function workspace(): Promise<{ db: TestDatabase; wfDir: string }> {
+  const db = await testDatabase();
   dbs.push(db);
   const wfDir = join(db.dir, "workflows");
   mkdirSync(wfDir);
   return { db, wfDir };
 }
 
-async function boot(dbPath: string, wfDir: string): Promise<Server> {
-  const server = await startServer({ dbPath, env: { WORKFLOWS_DIR: wfDir } });
+async function boot(db: TestDatabase, wfDir: string): Promise<Server> {
+  const server = await startServer({ db, env: { WORKFLOWS_DIR: wfDir } });
   servers.push(server);
   return server;
 }
@@ -56,15 +55,6 @@ const SLEEP_SOURCE = `const sleep = (ms, signal) =>
 
 const traceLines = async (path: string) => lines(await Bun.file(path).text().catch(() => ""));
 
-function readDb<T>(dbPath: string, read: (db: Database) => T): T {
-  const db = new Database(dbPath, { readonly: true });
-  try {
-    return read(db);
-  } finally {
-    db.close();
-  }
-}
-
 interface RunRow {
   id: string;
   status: string;
@@ -72,17 +62,13 @@ interface RunRow {
   startedAt: number;
   endedAt: number | null;
 }
-const runsOf = (dbPath: string, workflow: string) =>
-  readDb(dbPath, (db) =>
-    db
-      .query("SELECT id, status, handled, started_at AS startedAt, ended_at AS endedAt FROM workflow_runs WHERE workflow = ? ORDER BY started_at")
-      .all(workflow) as RunRow[],
-  );
+const runsOf = (db: TestDatabase, workflow: string) =>
+  db.query<RunRow>('SELECT id, status, handled, started_at AS "startedAt", ended_at AS "endedAt" FROM workflow_runs WHERE workflow = ? ORDER BY started_at', workflow);
 
 test(
   "SIGKILL in the middle of a run, then a restart on the same database: every inbound message ends with exactly one reply",
   async () => {
-    const { db, wfDir } = workspace();
+    const { db, wfDir } = await workspace();
     const go = join(db.dir, "go");
     const trace = join(db.dir, "trace.jsonl");
     writeFileSync(
@@ -106,7 +92,7 @@ export default {
 `,
     );
 
-    const first = await boot(db.path, wfDir);
+    const first = await boot(db, wfDir);
     await waitFor("the workflow to be scheduled", 5000, () => first.stdout.includes("workflow slow-replier scheduled"), output(first));
     const phones = Array.from({ length: 5 }, () => newPhone());
     const inbounds: { id: string; phone: string; message: string }[] = [];
@@ -123,16 +109,16 @@ export default {
     first.kill();
     await gone(first);
 
-    const atKill = readDb(db.path, (d) => d.query("SELECT id, body, status FROM messages WHERE direction = 'outbound'").all() as { id: string; body: string; status: string }[]);
+    const atKill = await db.query<{ id: string; body: string; status: string }>("SELECT id, body, status FROM messages WHERE direction = 'outbound'");
     const firstTrace = (await traceLines(trace)).map((l) => JSON.parse(l) as { pid: number; inbound: string; reply: string; replayed: boolean });
     expect(atKill.length).toBeGreaterThanOrEqual(3);
     expect(atKill.length).toBeLessThan(inbounds.length);
     // The interrupted run is still marked running: the kill landed in the middle of it.
-    const killedRuns = runsOf(db.path, "slow-replier").filter((r) => r.status === "running");
+    const killedRuns = (await runsOf(db, "slow-replier")).filter((r) => r.status === "running");
     expect(killedRuns).toHaveLength(1);
     const queuedAtKill = atKill.filter((m) => m.status === "queued");
 
-    const second = await boot(db.path, wfDir);
+    const second = await boot(db, wfDir);
     const replies = async () => {
       const out = new Map<string, MessageRecord[]>();
       for (const phone of phones) out.set(phone, (await history(second, phone, "limit=100")).messages);
@@ -146,7 +132,7 @@ export default {
     await waitFor("a reply to every inbound message after the restart", 75_000, allAnswered, () =>
       `queued at the kill: ${JSON.stringify(queuedAtKill)}\n` + output(second)(),
     );
-    await waitFor("a successful run after the restart", 10_000, () => runsOf(db.path, "slow-replier").some((r) => r.status === "ok" && r.handled > 0), output(second));
+    await waitFor("a successful run after the restart", 10_000, async () => (await runsOf(db, "slow-replier")).some((r) => r.status === "ok" && r.handled > 0), output(second));
     // A few more ticks: a duplicate would show up now.
     await Bun.sleep(2500);
 
@@ -173,14 +159,12 @@ export default {
     }
 
     // The restarted run took the same messages again (the cursor had not moved) and succeeded.
-    const runs = runsOf(db.path, "slow-replier");
+    const runs = await runsOf(db, "slow-replier");
     expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(inbounds.length);
     // The killed run was ended by the next run that took the lease; no other run failed.
     const failed = runs.filter((r) => r.status === "error" || r.status === "timeout");
     expect(failed.map((r) => r.id)).toEqual([killedRuns[0]!.id]);
-    expect(readDb(db.path, (d) => d.query("SELECT error FROM workflow_runs WHERE id = ?").get(killedRuns[0]!.id))).toEqual({
-      error: "interrupted: the process stopped during the run",
-    });
+    expect(await db.query("SELECT error FROM workflow_runs WHERE id = ?", killedRuns[0]!.id)).toEqual([{ error: "interrupted: the process stopped during the run" }]);
     expect(runs.filter((r) => r.status === "running")).toEqual([]);
   },
   150_000,
@@ -189,7 +173,7 @@ export default {
 test(
   "SIGTERM during a run: the process waits for it, exits 0, and the run is recorded as finished",
   async () => {
-    const { db, wfDir } = workspace();
+    const { db, wfDir } = await workspace();
     const trace = join(db.dir, "trace.txt");
     writeFileSync(
       join(wfDir, "graceful.ts"),
@@ -208,7 +192,7 @@ export default {
 };
 `,
     );
-    const server = await boot(db.path, wfDir);
+    const server = await boot(db, wfDir);
 
     // The moment a run has started and not ended, stop the server.
     const inFlight = await waitFor(
@@ -227,11 +211,10 @@ export default {
     const t = await traceLines(trace);
     expect(t).toContain(`end ${inFlight}`);
     expect(t.at(-1)).toBe(`end ${inFlight}`);
-    expect(existsSync(db.path)).toBe(true);
-    const state = readDb(db.path, (d) => d.query("SELECT value FROM workflow_state WHERE workflow = 'graceful' AND key = 'last'").get() as { value: string } | null);
+    const [state] = await db.query<{ value: string }>("SELECT value FROM workflow_state WHERE workflow = 'graceful' AND key = 'last'");
     expect(state && JSON.parse(state.value)).toBe(inFlight);
 
-    const runs = runsOf(db.path, "graceful");
+    const runs = await runsOf(db, "graceful");
     expect(runs.filter((r) => r.status === "running")).toEqual([]);
     expect(runs.length).toBe(t.filter((l) => l.startsWith("start ")).length);
     expect(runs.every((r) => r.status === "ok" && r.endedAt !== null)).toBe(true);
@@ -254,7 +237,7 @@ export default {
 test(
   "SIGTERM during a run that outlasts the 10 s grace: the run is aborted, recorded as ended, and the process exits 0",
   async () => {
-    const { db, wfDir } = workspace();
+    const { db, wfDir } = await workspace();
     const trace = join(db.dir, "trace.txt");
     writeFileSync(
       join(wfDir, "stubborn.ts"),
@@ -272,21 +255,20 @@ export default {
 };
 `,
     );
-    const server = await boot(db.path, wfDir);
+    const server = await boot(db, wfDir);
     await waitFor("a run in progress", 15_000, async () => (await traceLines(trace)).includes("start"), output(server));
     // stop() is bounded at 15 s; the grace is 10 s.
     const code = await server.stop("SIGTERM");
     expect(code).toBe(0);
 
     expect(await traceLines(trace)).toEqual(["start"]);
-    const runs = runsOf(db.path, "stubborn");
+    const runs = await runsOf(db, "stubborn");
     expect(runs).toHaveLength(1);
     expect(runs[0]!.status).not.toBe("running");
     expect(runs[0]!.status).not.toBe("ok");
     expect(runs[0]!.endedAt).not.toBeNull();
     // The lease is let go, so the next start need not wait for it to expire.
-    const lease = readDb(db.path, (d) => d.query("SELECT lease_owner AS owner FROM workflows WHERE name = 'stubborn'").get() as { owner: string | null });
-    expect(lease.owner).toBeNull();
+    expect(await db.query("SELECT lease_owner AS owner FROM workflows WHERE name = 'stubborn'")).toEqual([{ owner: null }]);
   },
   45_000,
 );

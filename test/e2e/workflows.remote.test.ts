@@ -1,6 +1,5 @@
 // A worker apart from the API (`bun run start worker` with TEXTWIRE_URL): it polls, reads
 // history, generates and replies through the server's API; its bookkeeping stays local.
-import { Database } from "bun:sqlite";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +11,7 @@ import { createLogger } from "../../src/log";
 import { createLocalBackend, createRemoteBackend, type MessagingBackend } from "../../src/workflows/backend";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { history, inbound, newPhone } from "./api";
-import { spawnServer, startServer, tempDb, waitFor, type Server, type Spawned } from "./harness";
+import { spawnServer, startServer, testDatabase, waitFor, type Server, type Spawned } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -29,7 +28,7 @@ test(
   async () => {
     const api: Server = await startServer({ mode: "api", env: { OPENAI_API_KEY: "sk-local", OPENAI_BASE_URL: model.baseUrl } });
     cleanup.push(() => api.kill());
-    const local = tempDb();
+    const local = await testDatabase();
     cleanup.push(() => local.cleanup());
     const wfDir = join(local.dir, "workflows");
     mkdirSync(wfDir);
@@ -50,9 +49,9 @@ test(
 };
 `,
     );
-    const worker: Spawned = spawnServer({
+    const worker: Spawned = await spawnServer({
       mode: "worker",
-      dbPath: local.path,
+      db: local,
       env: { TEXTWIRE_URL: api.url, TEXTWIRE_API_KEY: api.apiKey, WORKFLOWS_DIR: wfDir },
     });
     cleanup.push(() => worker.kill());
@@ -80,16 +79,11 @@ test(
       expect(model.requests.some((r) => r.messages.some((m) => m.content === `Hello from ${phone}`))).toBe(true);
     }
     expect(await worker.stop()).toBe(0);
-    const db = new Database(local.path, { readonly: true });
-    try {
-      // Messages live on the server; the worker keeps only its runs, cursor and leases.
-      expect(db.query("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 0 });
-      const runs = db.query("SELECT status, handled FROM workflow_runs").all() as { status: string; handled: number }[];
-      expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(phones.length);
-      expect(runs.filter((r) => r.status !== "ok")).toEqual([]);
-    } finally {
-      db.close();
-    }
+    // Messages live on the server; the worker keeps only its runs, cursor and leases.
+    expect(await local.query("SELECT count(*) AS n FROM messages")).toEqual([{ n: 0 }]);
+    const runs = await local.query<{ status: string; handled: number }>("SELECT status, handled FROM workflow_runs");
+    expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(phones.length);
+    expect(runs.filter((r) => r.status !== "ok")).toEqual([]);
   },
   60_000,
 );
@@ -130,11 +124,11 @@ test(
   async () => {
     const api: Server = await startServer({ mode: "api" });
     cleanup.push(() => api.kill());
-    const local = tempDb();
+    const local = await testDatabase();
     cleanup.push(() => local.cleanup());
-    const storage = await openStorage(local.path);
+    const storage = await openStorage(local.url);
     cleanup.push(() => storage.close());
-    const app = createApp(loadConfig({ DATABASE_URL: local.path, NETWORK: "loopback" }), storage, createLogger("error"));
+    const app = createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error"));
 
     const locally = await sendScenario(createLocalBackend(app), newPhone());
     const phone = newPhone();

@@ -7,14 +7,13 @@
  * Crashes and graceful shutdown are in workflows.crash.test.ts; several processes on one
  * database in workflows.lease.test.ts.
  */
-import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Cron } from "croner";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startFakeOpenAI, type ChatRequest } from "../support/fake-openai";
 import { history, inbound, micros, newPhone, type MessageRecord } from "./api";
-import { ROOT, lines, runCli, startServer, tempDb, type Server, type TempDb, waitFor } from "./harness";
+import { ROOT, lines, runCli, startServer, testDatabase, type Server, type TestDatabase, waitFor } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -23,18 +22,18 @@ const WORKFLOW_MODULE = resolve(ROOT, "src", "workflow.ts");
 const SHIPPED_WORKFLOWS = resolve(ROOT, "workflows");
 
 const servers: Server[] = [];
-const dbs: TempDb[] = [];
+const dbs: TestDatabase[] = [];
 const fakes: ReturnType<typeof startFakeOpenAI>[] = [];
 
 afterAll(async () => {
   for (const s of servers) s.kill();
   for (const f of fakes) await f.stop();
-  for (const d of dbs) d.cleanup();
+  for (const d of dbs) await d.cleanup();
 }, 30_000);
 
-/** A temporary database path and, beside it, an empty workflows folder. */
-function workspace(): { db: TempDb; wfDir: string } {
-  const db = tempDb();
+/** A new test database and, in its folder, an empty workflows folder. */
+async function workspace(): Promise<{ db: TestDatabase; wfDir: string }> {
+  const db = await testDatabase();
   dbs.push(db);
   const wfDir = join(db.dir, "workflows");
   mkdirSync(wfDir);
@@ -47,8 +46,8 @@ function fakeModel() {
   return fake;
 }
 
-async function boot(dbPath: string, env: Record<string, string | undefined>): Promise<Server> {
-  const server = await startServer({ dbPath, env });
+async function boot(db: TestDatabase, env: Record<string, string | undefined>): Promise<Server> {
+  const server = await startServer({ db, env });
   servers.push(server);
   return server;
 }
@@ -83,32 +82,25 @@ async function fullHistory(server: Server, phone: string): Promise<MessageRecord
   return (await history(server, phone, "limit=100")).messages;
 }
 
-function readRuns(dbPath: string, workflow: string) {
-  const db = new Database(dbPath, { readonly: true });
-  try {
-    return db
-      .query("SELECT id, status, error, handled, started_at AS startedAt, ended_at AS endedAt, dry_run AS dryRun, trigger FROM workflow_runs WHERE workflow = ? ORDER BY started_at")
-      .all(workflow) as { id: string; status: string; error: string | null; handled: number; startedAt: number; endedAt: number | null; dryRun: number; trigger: string }[];
-  } finally {
-    db.close();
-  }
+async function readRuns(db: TestDatabase, workflow: string) {
+  const rows = await db.query<{ id: string; status: string; error: string | null; handled: number; startedAt: number; endedAt: number | null; dryRun: number | boolean; trigger: string }>(
+    'SELECT id, status, error, handled, started_at AS "startedAt", ended_at AS "endedAt", dry_run AS "dryRun", trigger FROM workflow_runs WHERE workflow = ? ORDER BY started_at',
+    workflow,
+  );
+  // SQLite keeps a boolean as 0 or 1.
+  return rows.map((r) => ({ ...r, dryRun: Boolean(r.dryRun) }));
 }
 
-function readState(dbPath: string, workflow: string, key: string): unknown {
-  const db = new Database(dbPath, { readonly: true });
-  try {
-    const row = db.query("SELECT value FROM workflow_state WHERE workflow = ? AND key = ?").get(workflow, key) as { value: string } | null;
-    return row ? JSON.parse(row.value) : undefined;
-  } finally {
-    db.close();
-  }
+async function readState(db: TestDatabase, workflow: string, key: string): Promise<unknown> {
+  const [row] = await db.query<{ value: string }>("SELECT value FROM workflow_state WHERE workflow = ? AND key = ?", workflow, key);
+  return row ? JSON.parse(row.value) : undefined;
 }
 
 describe("a workflow that answers every inbound message with the generator", () => {
   test(
     "every inbound message gets exactly one reply, with the model's text, and the model saw it",
     async () => {
-      const { db, wfDir } = workspace();
+      const { db, wfDir } = await workspace();
       const fake = fakeModel();
       fake.reply((req) => ({ kind: "text", text: `model reply to: ${lastUserTurn(req)}` }));
       writeFileSync(
@@ -127,7 +119,7 @@ export default defineWorkflow({
 });
 `,
       );
-      const server = await boot(db.path, { WORKFLOWS_DIR: wfDir, OPENAI_API_KEY: "any", OPENAI_BASE_URL: fake.baseUrl });
+      const server = await boot(db, { WORKFLOWS_DIR: wfDir, OPENAI_API_KEY: "any", OPENAI_BASE_URL: fake.baseUrl });
       await waitFor("the workflow to be scheduled", 5000, () => logLines(server.stdout).some((l) => l.msg === "workflow echo-bot scheduled"), serverOutput(server));
 
       const phones = Array.from({ length: 5 }, () => newPhone());
@@ -174,7 +166,7 @@ export default defineWorkflow({
         expect(fake.requests.some((r) => r.messages.some((m) => m.role === "user" && m.content === message))).toBe(true);
       }
       // Each message was handled by exactly one successful run (the cursor moved past it).
-      const runs = readRuns(db.path, "echo-bot");
+      const runs = await readRuns(db, "echo-bot");
       expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(10);
       expect(runs.filter((r) => r.status !== "ok")).toEqual([]);
     },
@@ -186,7 +178,7 @@ describe("a run that throws after replying", () => {
   test(
     "is recorded as an error; the next run (after the backoff) sees the same messages and sends no second reply",
     async () => {
-      const { db, wfDir } = workspace();
+      const { db, wfDir } = await workspace();
       const go = join(db.dir, "go");
       writeFileSync(
         join(wfDir, "flaky.ts"),
@@ -208,7 +200,7 @@ export default {
 };
 `,
       );
-      const server = await boot(db.path, { WORKFLOWS_DIR: wfDir });
+      const server = await boot(db, { WORKFLOWS_DIR: wfDir });
       await waitFor("the workflow to be scheduled", 5000, () => server.stdout.includes("workflow flaky scheduled"), serverOutput(server));
       const phones = [newPhone(), newPhone(), newPhone()];
       const texts = phones.map((p) => `question from ${p}`);
@@ -219,15 +211,15 @@ export default {
       await waitFor(
         "a successful run after the failure",
         20_000,
-        () => {
-          const runs = readRuns(db.path, "flaky");
+        async () => {
+          const runs = await readRuns(db, "flaky");
           return runs.some((r) => r.status === "error") && runs.some((r) => r.status === "ok" && r.handled > 0);
         },
         serverOutput(server),
       );
       await Bun.sleep(2000);
 
-      const runs = readRuns(db.path, "flaky").filter((r) => r.handled > 0);
+      const runs = (await readRuns(db, "flaky")).filter((r) => r.handled > 0);
       expect(runs.map((r) => [r.status, r.handled])).toEqual([
         ["error", 3],
         ["ok", 3],
@@ -238,12 +230,7 @@ export default {
         // Exactly one reply: the first run's; the retry's text differs but the reply is replayed.
         expect(outs.map((m) => [m.message, m.status])).toEqual([[`reply #1 to ${texts[i]}`, "delivered"]]);
       }
-      const row = new Database(db.path, { readonly: true });
-      try {
-        expect(row.query("SELECT failures, backoff_until AS backoffUntil FROM workflows WHERE name = 'flaky'").get()).toEqual({ failures: 0, backoffUntil: null });
-      } finally {
-        row.close();
-      }
+      expect(await db.query('SELECT failures, backoff_until AS "backoffUntil" FROM workflows WHERE name = \'flaky\'')).toEqual([{ failures: 0, backoffUntil: null }]);
     },
     45_000,
   );
@@ -253,7 +240,7 @@ describe("files that cannot be workflows", () => {
   test(
     "a broken file, a bad shape, no default export and a repeated name are each logged with path and reason; the good ones run",
     async () => {
-      const { db, wfDir } = workspace();
+      const { db, wfDir } = await workspace();
       const marks = join(db.dir, "marks.txt");
       const good = (name: string) => `import { appendFileSync } from "node:fs";
 export default {
@@ -284,7 +271,7 @@ export default {
       writeFileSync(files.testFile, `this is not even { javascript\n`);
       writeFileSync(join(wfDir, "notes.txt"), `not a workflow\n`);
 
-      const server = await boot(db.path, { WORKFLOWS_DIR: wfDir });
+      const server = await boot(db, { WORKFLOWS_DIR: wfDir });
       await waitFor(
         "both good workflows to run",
         10_000,
@@ -314,9 +301,10 @@ export default {
       expect(server.stdout).not.toContain("notes.txt");
       const scheduled = log.filter((l) => /^workflow \S+ scheduled$/.test(l.msg)).map((l) => l.workflow);
       expect(scheduled.sort()).toEqual(["also-good", "good-one"]);
-      expect(readRuns(db.path, "good-one").some((r) => r.status === "ok")).toBe(true);
-      expect(readRuns(db.path, "also-good").some((r) => r.status === "ok")).toBe(true);
-      expect(readRuns(db.path, "broken")).toEqual([]);
+      // A run is recorded as ended just after its last line: wait for both records.
+      const ranOk = async (workflow: string) => (await readRuns(db, workflow)).some((r) => r.status === "ok");
+      await waitFor("a successful run of each good workflow", 10_000, async () => (await ranOk("good-one")) && (await ranOk("also-good")), serverOutput(server));
+      expect(await readRuns(db, "broken")).toEqual([]);
     },
     30_000,
   );
@@ -326,7 +314,7 @@ describe("the workflows CLI", () => {
   test(
     "run --dry-run sends nothing and prints what it would send; a real run sends; a throwing workflow exits non-zero; list shows schedule, zone, next run and last result",
     async () => {
-      const { db, wfDir } = workspace();
+      const { db, wfDir } = await workspace();
       // Yearly schedules: only the CLI runs these, the server just registers them.
       writeFileSync(
         join(wfDir, "greeter.ts"),
@@ -369,9 +357,9 @@ describe("the workflows CLI", () => {
 };
 `,
       );
-      const server = await boot(db.path, { WORKFLOWS_DIR: wfDir, OPENAI_API_KEY: undefined });
+      const server = await boot(db, { WORKFLOWS_DIR: wfDir, OPENAI_API_KEY: undefined });
       await waitFor("the workflows to be scheduled", 5000, () => logLines(server.stdout).filter((l) => /^workflow \S+ scheduled$/.test(l.msg)).length === 3, serverOutput(server));
-      const cliEnv = { DATABASE_URL: db.path, WORKFLOWS_DIR: wfDir };
+      const cliEnv = { DATABASE_URL: db.url, WORKFLOWS_DIR: wfDir };
 
       const phones = [newPhone(), newPhone()];
       for (const phone of phones) await inbound(server, phone, `hi from ${phone}`);
@@ -390,7 +378,7 @@ describe("the workflows CLI", () => {
       expect(dryResult.sends.map((s) => [s.phone, s.message, s.dryRun]).sort()).toEqual(phones.map((p) => [p, `greetings, hi from ${p}`, true]).sort());
       const afterDry = await Promise.all(phones.map((p) => fullHistory(server, p)));
       expect(afterDry).toEqual(before);
-      expect(readState(db.path, "greeter", "greeted")).toBeUndefined();
+      expect(await readState(db, "greeter", "greeted")).toBeUndefined();
 
       // A real run sends those same replies (the dry run did not move the cursor).
       const real = await runCli(["workflows", "run", "greeter"], cliEnv);
@@ -406,7 +394,7 @@ describe("the workflows CLI", () => {
         const outs = (await fullHistory(server, phone)).filter((m) => m.direction === "outbound");
         expect(outs.map((m) => [m.message, m.status])).toEqual([[`greetings, hi from ${phone}`, "delivered"]]);
       }
-      expect(readState(db.path, "greeter", "greeted")).toBe(2);
+      expect(await readState(db, "greeter", "greeted")).toBe(2);
       // Now the cursor is past them: another run handles nothing and sends nothing.
       const again = await runCli(["workflows", "run", "greeter"], cliEnv);
       expect(again.code).toBe(0);
@@ -441,13 +429,13 @@ describe("the workflows CLI", () => {
       expect(thrower).toContain("boom from the thrower workflow");
 
       // Every CLI run was recorded, the dry one as such.
-      const runs = readRuns(db.path, "greeter");
+      const runs = await readRuns(db, "greeter");
       expect(runs.map((r) => [r.status, r.dryRun, r.trigger])).toEqual([
-        ["ok", 1, "manual"],
-        ["ok", 0, "manual"],
-        ["ok", 0, "manual"],
+        ["ok", true, "manual"],
+        ["ok", false, "manual"],
+        ["ok", false, "manual"],
       ]);
-      expect(readRuns(db.path, "thrower").map((r) => r.status)).toEqual(["error"]);
+      expect((await readRuns(db, "thrower")).map((r) => r.status)).toEqual(["error"]);
     },
     60_000,
   );
@@ -457,7 +445,7 @@ describe("a run over its time limit", () => {
   test(
     "is recorded as timeout, and a ctx call it makes afterwards throws and sends nothing",
     async () => {
-      const { db, wfDir } = workspace();
+      const { db, wfDir } = await workspace();
       const trace = join(db.dir, "late.txt");
       writeFileSync(
         join(wfDir, "late.ts"),
@@ -482,20 +470,20 @@ export default {
 };
 `,
       );
-      const server = await boot(db.path, { WORKFLOWS_DIR: wfDir });
+      const server = await boot(db, { WORKFLOWS_DIR: wfDir });
       await waitFor("the workflow to be scheduled", 5000, () => server.stdout.includes("workflow late scheduled"), serverOutput(server));
       const phone = newPhone();
       await inbound(server, phone, "are you there?");
 
       // The CLI process lives until the late code has finished (its timer keeps it alive).
-      const run = await runCli(["workflows", "run", "late"], { DATABASE_URL: db.path, WORKFLOWS_DIR: wfDir });
+      const run = await runCli(["workflows", "run", "late"], { DATABASE_URL: db.url, WORKFLOWS_DIR: wfDir });
       expect(run.code).not.toBe(0);
       expect(JSON.parse(run.stdout)).toMatchObject({ status: "timeout", handled: 1, sends: [] });
       const trail = lines(await Bun.file(trace).text().catch(() => ""));
       expect(trail).toHaveLength(1);
       expect(trail[0]).toStartWith("refused: ");
       expect((await fullHistory(server, phone)).filter((m) => m.direction === "outbound")).toEqual([]);
-      const runs = readRuns(db.path, "late");
+      const runs = await readRuns(db, "late");
       expect(runs.map((r) => r.status)).toEqual(["timeout"]);
       expect(runs[0]!.error ?? "").toMatch(/time/i);
       expect(runs[0]!.endedAt).not.toBeNull();
@@ -508,10 +496,10 @@ describe("the shipped autoresponder", () => {
   test(
     "a burst of three texts gets one reply after the quiet period; a lone STOP gets none",
     async () => {
-      const { db } = workspace();
+      const { db } = await workspace();
       const fake = fakeModel();
       fake.reply({ kind: "text", text: "Thanks for writing! A person will reply soon." });
-      const server = await boot(db.path, { WORKFLOWS_DIR: SHIPPED_WORKFLOWS, OPENAI_API_KEY: "any", OPENAI_BASE_URL: fake.baseUrl });
+      const server = await boot(db, { WORKFLOWS_DIR: SHIPPED_WORKFLOWS, OPENAI_API_KEY: "any", OPENAI_BASE_URL: fake.baseUrl });
       await waitFor("the autoresponder to be scheduled", 5000, () => logLines(server.stdout).some((l) => l.msg === "workflow autoresponder scheduled"), serverOutput(server));
 
       const talker = newPhone();
@@ -550,8 +538,8 @@ describe("the shipped autoresponder", () => {
   test(
     "without OPENAI_API_KEY it logs one warning and is not scheduled",
     async () => {
-      const { db } = workspace();
-      const server = await boot(db.path, { WORKFLOWS_DIR: SHIPPED_WORKFLOWS, OPENAI_API_KEY: undefined, OPENAI_BASE_URL: undefined });
+      const { db } = await workspace();
+      const server = await boot(db, { WORKFLOWS_DIR: SHIPPED_WORKFLOWS, OPENAI_API_KEY: undefined, OPENAI_BASE_URL: undefined });
       await inbound(server, newPhone(), "anyone there?");
       // More than one schedule period (*/5 s): a scheduled autoresponder would have run.
       await Bun.sleep(6500);
@@ -563,9 +551,9 @@ describe("the shipped autoresponder", () => {
       expect(warnings[0]!.msg).toMatch(/generator|OPENAI_API_KEY/);
       expect(about.filter((l) => /^workflow \S+ scheduled$/.test(l.msg))).toEqual([]);
       expect(about.filter((l) => l.level !== "warn")).toEqual([]);
-      expect(readRuns(db.path, "autoresponder")).toEqual([]);
+      expect(await readRuns(db, "autoresponder")).toEqual([]);
 
-      const list = await runCli(["workflows", "list"], { DATABASE_URL: db.path, WORKFLOWS_DIR: SHIPPED_WORKFLOWS });
+      const list = await runCli(["workflows", "list"], { DATABASE_URL: db.url, WORKFLOWS_DIR: SHIPPED_WORKFLOWS });
       expect(list.code).toBe(0);
       expect(lines(list.stdout).find((r) => r.startsWith("autoresponder")) ?? "").toContain("not scheduled");
     },

@@ -96,6 +96,29 @@ export interface FakeTwilio {
   stop(): Promise<void>;
 }
 
+/** The number Textwire sends from, and the public URL Twilio signs webhooks for, in tests. */
+export const TEST_FROM = "+14155550100";
+export const TEST_PUBLIC_URL = "https://textwire.example.com";
+
+/**
+ * Textwire's environment for NETWORK=twilio against this fake. Every network variable is set
+ * or removed (`undefined`) explicitly: the inherited environment decides none.
+ */
+export function twilioEnv(fake: FakeTwilio, overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return {
+    NETWORK: "twilio",
+    TWILIO_API_URL: fake.url,
+    TWILIO_ACCOUNT_SID: fake.accountSid,
+    TWILIO_AUTH_TOKEN: fake.authToken,
+    TWILIO_FROM: TEST_FROM,
+    PUBLIC_URL: TEST_PUBLIC_URL,
+    BLUEBUBBLES_URL: undefined,
+    BLUEBUBBLES_PASSWORD: undefined,
+    WEBHOOK_SECRET: undefined,
+    ...overrides,
+  };
+}
+
 /** Starts the fake Twilio API. Requests with other credentials get Twilio's 401 (code 20003). */
 export function startFakeTwilio(opts: { accountSid?: string; authToken?: string } = {}): FakeTwilio {
   const accountSid = opts.accountSid ?? twilioSid("AC");

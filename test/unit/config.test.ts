@@ -6,6 +6,7 @@ const DEFAULTS: Config = {
   PORT: 3000,
   HOST: "127.0.0.1",
   DATABASE_URL: "./data/textwire.db",
+  DATABASE_POOL_SIZE: 10,
   API_KEYS: [],
   NETWORK: "loopback",
   OPENAI_API_KEY: "",
@@ -21,6 +22,7 @@ const DEFAULTS: Config = {
   MAINTENANCE_INTERVAL_MS: 60000,
   TWILIO_API_URL: "https://api.twilio.com",
   BLUEBUBBLES_SERVICE: "iMessage",
+  TWILIO_SEND_TIMEOUT_MS: 30000,
   BLUEBUBBLES_SEND_TIMEOUT_MS: 120000,
   BLUEBUBBLES_RECONCILE_AFTER_MS: 120000,
 };
@@ -121,6 +123,11 @@ describe("values are parsed", () => {
     expect(loadConfig({ PORT: "0" }).PORT).toBe(0);
     expect(loadConfig({ PORT: "65535" }).PORT).toBe(65535);
   });
+
+  test("DATABASE_POOL_SIZE from 1 to 100", () => {
+    expect(loadConfig({ DATABASE_POOL_SIZE: "1" }).DATABASE_POOL_SIZE).toBe(1);
+    expect(loadConfig({ DATABASE_POOL_SIZE: "100" }).DATABASE_POOL_SIZE).toBe(100);
+  });
 });
 
 describe("a bad value is one line naming the variable", () => {
@@ -138,6 +145,8 @@ describe("a bad value is one line naming the variable", () => {
     ["WORKFLOW_RUNS_RETENTION_DAYS", "0"],
     ["WORKFLOW_RUNS_RETENTION_DAYS", "a month"],
     ["MAINTENANCE_INTERVAL_MS", "10"],
+    ["DATABASE_POOL_SIZE", "0"],
+    ["DATABASE_POOL_SIZE", "101"],
   ])("%s=%p", (name, value) => {
     const err = configError({ [name]: value });
     expect(err.message).toContain(name);

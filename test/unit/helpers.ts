@@ -1,7 +1,9 @@
-import { afterEach } from "bun:test";
+import { afterAll, afterEach } from "bun:test";
 import type { Dialect, Storage } from "../../src/db/port";
+import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
+import { createTestDatabase, postgresEnabled, type TestDatabase } from "../support/postgres";
 
 /** A database the unit tests run on; each test file runs its storage tests once per entry of `dialects`. */
 export interface TestDialect {
@@ -15,6 +17,8 @@ export interface TestDialect {
   readonly movableClock: boolean;
   /** The rows of a plain SELECT on a storage `open` gave, to check what is (not) stored. */
   rows(storage: Storage, select: string): Promise<Record<string, unknown>[]>;
+  /** Frees what the dialect's storages shared once a describe block is done with them. */
+  finish?(): Promise<void>;
 }
 
 const sqlite: TestDialect = {
@@ -24,8 +28,47 @@ const sqlite: TestDialect = {
   rows: async (storage, select) => (storage as SqliteStorage).sqlite.query(select).all() as Record<string, unknown>[],
 };
 
+/**
+ * PostgreSQL from TEST_DATABASE_URL: one fresh database a describe block, emptied for each
+ * storage opened on it; a storage opened while another is still open gets a database of its own.
+ */
+function postgresDialect(): TestDialect {
+  let shared: Promise<TestDatabase> | undefined;
+  const inUse = new Set<Storage>();
+  return {
+    name: "postgres",
+    movableClock: false,
+    async open() {
+      const own = inUse.size > 0;
+      const database = own ? await createTestDatabase() : await (shared ??= createTestDatabase());
+      const storage = await openPostgresStorage(database.url, 10);
+      if (!own) {
+        const { rows } = await storage.pool.query<{ name: string }>(
+          `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'message_clock'`,
+        );
+        await storage.pool.query(`${rows.map((r) => `DELETE FROM ${r.name};`).join(" ")} UPDATE message_clock SET t = 0`);
+      }
+      inUse.add(storage);
+      const close = storage.close;
+      return Object.assign(storage, {
+        async close() {
+          inUse.delete(storage);
+          await close();
+          if (own) await database.drop();
+        },
+      });
+    },
+    rows: async (storage, select) => (await (storage as PostgresStorage).pool.query(select)).rows,
+    async finish() {
+      const database = await shared;
+      shared = undefined;
+      await database?.drop();
+    },
+  };
+}
+
 /** Every dialect under test: `describe.each(dialects)("on $name", (dialect) => …)`. */
-export const dialects: TestDialect[] = [sqlite];
+export const dialects: TestDialect[] = postgresEnabled() ? [sqlite, postgresDialect()] : [sqlite];
 
 /** The dialects whose clock a test can move (expiry after hours, clocks that jump back). */
 export const clockDialects = dialects.filter((d) => d.movableClock);
@@ -38,6 +81,9 @@ export function storages(dialect: TestDialect): (opts?: { clock?: () => number }
   const opened: Storage[] = [];
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((s) => s.close()));
+  });
+  afterAll(async () => {
+    await dialect.finish?.();
   });
   return async (opts) => {
     const storage = await dialect.open(opts);

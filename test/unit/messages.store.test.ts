@@ -26,13 +26,15 @@ function inbound(phone = A, body = "hi", networkId: string | null = null): NewMe
 
 describe.each(dialects)("one clock on $name", (dialect) => {
   const fresh = storages(dialect);
+  // Each PostgreSQL insert is a round trip and a commit: fewer of them keep the test short.
+  const count = dialect.name === "sqlite" ? 100_000 : 3_000;
 
-  test("100,000 messages stored in a tight loop on the real clock: strictly increasing, never 1 s ahead of the wall clock", async () => {
+  test(`${count.toLocaleString("en")} messages stored in a tight loop on the real clock: strictly increasing, never 1 s ahead of the wall clock`, async () => {
     const store = (await fresh()).messages;
     let last = -1;
     let increasing = true;
     let maxAheadUs = 0;
-    for (let i = 0; i < 100_000; i++) {
+    for (let i = 0; i < count; i++) {
       const ts = (await store.insert(i % 2 ? inbound() : outbound())).row.timestamp;
       maxAheadUs = Math.max(maxAheadUs, ts - microClock());
       if (ts <= last) increasing = false;

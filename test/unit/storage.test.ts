@@ -81,6 +81,48 @@ describe.each(dialects)("on $name", (dialect) => {
     });
   });
 
+  test("concurrent inserts of one network id store one message, and every caller gets that one", async () => {
+    const storage = await fresh();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => storage.messages.insert({ ...message(`m${i}`), direction: "inbound", status: "received", networkId: "net-1" })),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.row.id)).size).toBe(1);
+    expect((await storage.messages.history("+14155550123", 100, 0)).total).toBe(1);
+  });
+
+  test("a poller following the cursor misses nothing committed late: an insert waits for an earlier one's transaction", async () => {
+    const storage = await fresh();
+    // Two phones, so that nothing but the clock orders the two inserts.
+    const inbound = (id: string, phone: string): NewMessage => ({ ...message(id), phone, direction: "inbound", status: "received" });
+    const seen: string[] = [];
+    let cursor = 0;
+    const poll = async () => {
+      for (const row of (await storage.messages.inboundAfter(cursor, 100)).rows) {
+        seen.push(row.id);
+        cursor = row.timestamp;
+      }
+    };
+    let inserted!: () => void;
+    const written = new Promise<void>((resolve) => (inserted = resolve));
+    const slow = storage.transaction(async (tx) => {
+      await tx.messages.insert(inbound("early", "+14155550123"));
+      inserted();
+      await Bun.sleep(100);
+    });
+    await written;
+    const late = storage.messages.insert(inbound("late", "+442079460958"));
+    let settled = false;
+    const both = Promise.all([slow, late]).finally(() => (settled = true));
+    while (!settled) {
+      await poll();
+      await Bun.sleep(5);
+    }
+    await both;
+    await poll();
+    expect(seen).toEqual(["early", "late"]);
+  });
+
   describe("named leases", () => {
     test("one owner at a time; the owner extends it; free once released or expired", async () => {
       const { leases } = await fresh();

@@ -49,6 +49,22 @@ describe("parseIsoInstant reads ISO 8601 instants", () => {
     expect(parseIsoInstant("2026-11-21T09:30:00+02")).toBe(at(2026, 11, 21, 7, 30));
   });
 
+  test("minutes without seconds, with a zone or without", () => {
+    expect(parseIsoInstant("2026-11-21T09:30Z")).toBe(at(2026, 11, 21, 9, 30));
+    expect(parseIsoInstant("2026-11-21T09:30+01:00")).toBe(at(2026, 11, 21, 8, 30));
+    expect(parseIsoInstant("2026-11-21T09:30")).toBe(at(2026, 11, 21, 9, 30));
+  });
+
+  test("a comma as the decimal sign, as ISO 8601 allows", () => {
+    expect(parseIsoInstant("2026-11-21T09:30:00,5Z")).toBe(at(2026, 11, 21, 9, 30, 0, 500));
+  });
+
+  test("a space for T (RFC 3339), and a space for the + of an offset (an unencoded + in a query string)", () => {
+    expect(parseIsoInstant("2026-11-21 09:30:00Z")).toBe(at(2026, 11, 21, 9, 30));
+    expect(parseIsoInstant("2026-11-21T09:30:00 05:30")).toBe(at(2026, 11, 21, 4, 0));
+    expect(parseIsoInstant("2026-11-21T09:30:00.123456 02:00")).toBe(at(2026, 11, 21, 7, 30, 0, 123, 456));
+  });
+
   test("surrounding whitespace is ignored", () => {
     expect(parseIsoInstant("  2026-11-21T09:30:00Z ")).toBe(at(2026, 11, 21, 9, 30));
   });
@@ -102,6 +118,11 @@ describe("parseIsoInstant refuses what is not an ISO 8601 instant", () => {
     ["month 13", "2026-13-01T00:00:00Z"],
     ["February 30", "2026-02-30T00:00:00Z"],
     ["hour 25", "2026-11-21T25:00:00Z"],
+    ["minute 60", "2026-11-21T09:60:00Z"],
+    ["offset +25:00", "2026-11-21T09:30:00+25:00"],
+    ["hour alone", "2026-11-21T09Z"],
+    ["zone without a time", "2026-11-21Z"],
+    ["two spaces", "2026-11-21  09:30:00Z"],
     ["epoch number", "1795253400000"],
     ["English date", "November 21, 2026"],
     ["RFC 2822", "Sat, 21 Nov 2026 09:30:00 GMT"],
