@@ -4,6 +4,7 @@ import { repeatEvery, type Repeating } from "./background";
 import { countActiveKeys, createKey } from "./auth/keys";
 import { ConfigError, loadConfig, type Config } from "./config";
 import { DatabaseError, openStorage, type Storage } from "./db";
+import { AppError } from "./errors";
 import { createLogger, errorText, type Logger } from "./log";
 import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
@@ -53,7 +54,14 @@ async function storageOrExit(config: Config): Promise<Storage> {
 /** Creates a key when none exists at all, and prints it: the only time a key is written out. */
 async function ensureSomeKey(app: App) {
   if (app.config.API_KEYS.length > 0 || (await countActiveKeys(app.storage.apiKeys)) > 0) return;
-  const { key } = await createKey(app.storage.apiKeys, "default");
+  let key: string;
+  try {
+    ({ key } = await createKey(app.storage.apiKeys, "default"));
+  } catch (err) {
+    // Processes started together on a new database: one of them created it and printed it.
+    if (err instanceof AppError && err.code === "CONFLICT") return;
+    throw err;
+  }
   process.stdout.write(`\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`);
 }
 
