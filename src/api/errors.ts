@@ -1,4 +1,5 @@
 import type { TRPCError } from "@trpc/server";
+import { isDatabaseUnavailable } from "../db/errors";
 import { AppError, fieldIssues, issuesMessage, type ErrorCode, type ErrorDetails, type FieldIssue } from "../errors";
 
 /** Codes only the HTTP edge answers with (no procedure throws them). */
@@ -40,6 +41,11 @@ function zodIssues(cause: unknown): ZodLikeIssue[] | null {
   return Array.isArray(issues) ? (issues as ZodLikeIssue[]) : null;
 }
 
+/** A request that met an unreachable or busy database: retry, nothing is wrong with it. */
+export const DATABASE_UNAVAILABLE: ErrorBody = { code: "SERVICE_UNAVAILABLE", message: "database: unavailable or busy; retry later" };
+/** How long a client should wait before retrying after DATABASE_UNAVAILABLE, in seconds. */
+export const DATABASE_RETRY_AFTER = "1";
+
 /** What a client is told about an error: its code, a message naming the field, never internals. */
 export function describeError(error: TRPCError): ErrorBody {
   const issues = error.code === "BAD_REQUEST" ? zodIssues(error.cause) : null;
@@ -49,6 +55,7 @@ export function describeError(error: TRPCError): ErrorBody {
   }
   if (error.code === "PARSE_ERROR") return { code: "BAD_REQUEST", message: "body: malformed JSON" };
   const code = error.code in HTTP_STATUS ? (error.code as ErrorCode) : "INTERNAL_SERVER_ERROR";
+  if (code === "INTERNAL_SERVER_ERROR" && isDatabaseUnavailable(error.cause)) return DATABASE_UNAVAILABLE;
   if (code === "INTERNAL_SERVER_ERROR") return { code, message: "internal error; the request may be retried later" };
   return { code, message: error.message, ...(error.cause instanceof AppError ? error.cause.details : {}) };
 }

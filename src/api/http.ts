@@ -5,7 +5,7 @@ import type { App } from "../app";
 import { errorText } from "../log";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
-import { describeError, errorResponse, HTTP_STATUS, type ErrorBody } from "./errors";
+import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE, describeError, errorResponse, HTTP_STATUS, type ErrorBody } from "./errors";
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { checkHealth } from "./health";
@@ -231,6 +231,11 @@ export function createHttpHandler(app: App): HttpHandler {
   }
   for (const { pattern, methods } of restRows.values()) routes.push(route((p) => pattern.test(p), methods, "key"));
 
+  function databaseUnavailable(ctx: Context, err: unknown) {
+    ctx.responseHeaders["Retry-After"] = DATABASE_RETRY_AFTER;
+    app.log.warn("request met an unavailable database; answered 503", { requestId: ctx.requestId, error: errorText(err) });
+  }
+
   function logFailure(requestId: string, err: unknown) {
     app.log.error("request failed", { requestId, error: errorText(err), stack: (err as Error | undefined)?.stack });
   }
@@ -241,12 +246,11 @@ export function createHttpHandler(app: App): HttpHandler {
     if (err instanceof AppError) {
       body = { code: err.code, message: err.message, ...err.details };
       Object.assign(ctx.responseHeaders, err.headers);
-    } else if (err instanceof TRPCError) {
-      body = describeError(err);
-      if (body.code === "INTERNAL_SERVER_ERROR") logFailure(ctx.requestId, err.cause ?? err);
     } else {
-      logFailure(ctx.requestId, err);
-      body = describeError(new TRPCError({ code: "INTERNAL_SERVER_ERROR" }));
+      const trpcError = err instanceof TRPCError ? err : new TRPCError({ code: "INTERNAL_SERVER_ERROR", cause: err });
+      body = describeError(trpcError);
+      if (body.code === "INTERNAL_SERVER_ERROR") logFailure(ctx.requestId, trpcError.cause ?? trpcError);
+      if (body === DATABASE_UNAVAILABLE) databaseUnavailable(ctx, trpcError.cause);
     }
     return errorResponse(body);
   }

@@ -3,7 +3,9 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { App } from "../app";
 import { AppError } from "../errors";
-import { describeError } from "./errors";
+import { isDatabaseUnavailable } from "../db/errors";
+import { errorText } from "../log";
+import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE, describeError } from "./errors";
 
 export interface Context {
   app: App;
@@ -50,6 +52,10 @@ const guarded = t.middleware(async ({ ctx, next }) => {
   }
   const result = await next({ ctx: { keyId } });
   if (!result.ok && result.error.cause instanceof AppError) throw toTRPCError(ctx, result.error.cause);
+  if (!result.ok && isDatabaseUnavailable(result.error.cause)) {
+    ctx.app.log.warn("request met an unavailable database; answered 503", { requestId: ctx.requestId, error: errorText(result.error.cause) });
+    throw toTRPCError(ctx, new AppError("SERVICE_UNAVAILABLE", DATABASE_UNAVAILABLE.message, { "Retry-After": DATABASE_RETRY_AFTER }));
+  }
   return result;
 });
 

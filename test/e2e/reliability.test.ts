@@ -78,6 +78,33 @@ describe("a busy database", () => {
   });
 });
 
+describe("a request that meets a busy database", () => {
+  test("is answered 503 SERVICE_UNAVAILABLE with Retry-After, on REST and tRPC, never 500; nothing is stored; it works once writes are taken again", async () => {
+    const server = await serve();
+    const phone = newPhone();
+    const lock = await server.db.blockWrites();
+    try {
+      const [rest, trpc] = await Promise.all([
+        call<{ success: false; error: { code: string; message: string } }>(server, "POST", "/api/send", { body: { phone, message: "while busy" } }),
+        call<{ error: { data: { code: string; httpStatus: number } } }>(server, "POST", "/trpc/messages.send", { body: { phone, message: "while busy, tRPC" } }),
+      ]);
+      expect(rest.status).toBe(503);
+      expect(rest.body.error.code).toBe("SERVICE_UNAVAILABLE");
+      expect(rest.body.error.message).toMatch(/database/);
+      expect(rest.headers.get("retry-after")).toBe("1");
+      expect(trpc.status).toBe(503);
+      expect(trpc.body.error.data.code).toBe("SERVICE_UNAVAILABLE");
+      expect(trpc.headers.get("retry-after")).toBe("1");
+    } finally {
+      await lock.release();
+    }
+    expect(server.stdout).not.toMatch(/"level":"error"/);
+    expect((await history(server, phone)).total).toBe(0);
+    const sent = await call<SendResult>(server, "POST", "/api/send", { body: { phone, message: "after" } });
+    expect(sent.status).toBe(200);
+  });
+});
+
 describe("maintenance", () => {
   test("deletes workflow run records older than WORKFLOW_RUNS_RETENTION_DAYS, and keeps newer ones", async () => {
     const server = await serve({ WORKFLOW_RUNS_RETENTION_DAYS: "1", MAINTENANCE_INTERVAL_MS: "200" });
