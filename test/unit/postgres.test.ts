@@ -1,6 +1,8 @@
 // What only the PostgreSQL storage does: message inserts outside a transaction that arrive
-// together are written in one statement, and a message the database refuses fails alone.
+// together are written in one statement, and a message the database refuses fails alone;
+// connections that break or run out; the health probe's time limit.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import pg from "pg";
 import type { NewMessage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { describePostgres } from "../support/postgres";
@@ -8,7 +10,7 @@ import { rejectionOf } from "./helpers";
 
 const message = (id: string, body = "hi"): NewMessage => ({ id, phone: "+14155550123", body, direction: "outbound", status: "queued", network: "loopback", networkId: null });
 
-describePostgres("message inserts in batches", (db) => {
+describePostgres("the PostgreSQL storage", (db) => {
   let storage: PostgresStorage;
   beforeAll(async () => {
     storage = await openPostgresStorage(db().url, 4);
@@ -52,5 +54,39 @@ describePostgres("message inserts in batches", (db) => {
     expect(await storage.messages.get("in-lost-tx")).toBeUndefined();
     expect((await storage.messages.insert(message("after-lost"))).created).toBe(true);
     expect(await storage.takesWrite()).toBe(true);
+  });
+
+  test("takesWrite answers false within 2 s while another connection holds the row it writes", async () => {
+    const other = new pg.Client(db().url);
+    await other.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query(`INSERT INTO network_state (network, key, value) VALUES ('textwire', 'write-check', 'held')
+                         ON CONFLICT (network, key) DO UPDATE SET value = excluded.value`);
+      const started = performance.now();
+      expect(await storage.takesWrite()).toBe(false);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      await other.query("ROLLBACK");
+      expect(await storage.takesWrite()).toBe(true);
+    } finally {
+      await other.end();
+    }
+  });
+
+  test("takesWrite answers false within 2 s when every pooled connection is busy, and the pool recovers", async () => {
+    const busy = await openPostgresStorage(db().url, 2);
+    try {
+      let finish!: () => void;
+      const held = new Promise<void>((resolve) => (finish = resolve));
+      const holders = [busy.transaction(() => held), busy.transaction(() => held)];
+      const started = performance.now();
+      expect(await busy.takesWrite()).toBe(false);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      finish();
+      await Promise.all(holders);
+      expect(await busy.takesWrite()).toBe(true);
+    } finally {
+      await busy.close();
+    }
   });
 });

@@ -81,6 +81,24 @@ describe.each(dialects)("on $name", (dialect) => {
     });
   });
 
+  test("a key's decision, waiting on a transaction that attaches its message, sees that message once it commits", async () => {
+    const storage = await fresh();
+    const claim = { scope: "s", key: "k" };
+    await storage.idempotency.tryInsertPending(claim, "p", 60_000);
+    let attached!: () => void;
+    const ready = new Promise<void>((resolve) => (attached = resolve));
+    const sending = storage.transaction(async (tx) => {
+      await tx.messages.insert(message("m1"));
+      await tx.idempotency.attach(claim, "m1", "{}");
+      attached();
+      await Bun.sleep(50);
+    });
+    await ready;
+    const row = await storage.transaction((tx) => tx.idempotency.lockForDecision(claim, 60_000));
+    await sending;
+    expect(row).toMatchObject({ messageId: "m1", messageStatus: "queued" });
+  });
+
   test("concurrent inserts of one network id store one message, and every caller gets that one", async () => {
     const storage = await fresh();
     const results = await Promise.all(
