@@ -20,9 +20,11 @@ export function redactedUrl(url: string): string {
 
 /** Why PostgreSQL cannot be used, in one line for an operator. */
 function causeOf(err: unknown): string {
-  const e = err as { code?: string; message?: string; errors?: unknown[] };
+  const e = err as { code?: string; message?: string; errors?: unknown[]; cause?: unknown };
   // A host that resolves to several addresses fails with each; the first says why.
   if (e.errors?.length && !e.code) return causeOf(e.errors[0]);
+  // Drizzle's migrator wraps the server's error ("Failed query: …"): the cause says why.
+  if (!e.code && e.cause) return causeOf(e.cause);
   switch (e.code) {
     case "ECONNREFUSED":
       return "connection refused (is PostgreSQL running at that host and port?)";
@@ -38,6 +40,8 @@ function causeOf(err: unknown): string {
       return `authentication failed: ${e.message}`;
     case "3D000":
       return `${e.message} (create it first, e.g. createdb)`;
+    case "42501":
+      return `${e.message} (the role needs CREATE on the database and on schema public to apply migrations)`;
     case "25006":
       return "the database is read-only (a standby, or default_transaction_read_only is on)";
     case "53300":
@@ -47,7 +51,7 @@ function causeOf(err: unknown): string {
   }
   const message = String(e.message ?? err);
   if (/timeout/i.test(message)) return `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`;
-  if (/SASL|password must be a string/i.test(message)) return "the server asks for a password and DATABASE_URL gives none";
+  if (/password must be a string/i.test(message)) return "the server asks for a password and DATABASE_URL gives none";
   return message.split("\n")[0]!;
 }
 
