@@ -89,4 +89,24 @@ describePostgres("a database that cannot be used", (db) => {
     url.username = "textwire_no_such_role";
     expect(await openError(url.toString())).toMatch(/authentication failed|does not exist/);
   });
+
+  test("a role that may not create tables: the server's own reason and the privileges migrations need", async () => {
+    const role = `textwire_limited_${process.pid}`;
+    const admin = new pg.Client({ connectionString: db().url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE ROLE "${role}" LOGIN`);
+      await admin.query("REVOKE CREATE ON SCHEMA public FROM PUBLIC");
+      const url = new URL(db().url);
+      url.username = role;
+      const message = await openError(url.toString());
+      expect(message).toContain("permission denied");
+      expect(message).toContain("CREATE on the database and on schema public");
+      expect(message).not.toContain("Failed query");
+    } finally {
+      await admin.query(`DROP OWNED BY "${role}"`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS "${role}"`);
+      await admin.end();
+    }
+  });
 });
