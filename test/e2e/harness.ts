@@ -35,6 +35,7 @@ const CONFIG_VARS = [
   "PORT",
   "HOST",
   "DATABASE_URL",
+  "DATABASE_POOL_SIZE",
   "API_KEYS",
   "NETWORK",
   "OPENAI_API_KEY",
@@ -115,6 +116,14 @@ export interface TestDatabase {
   cleanup(): Promise<void>;
 }
 
+/** The janitor's last act in the PostgreSQL pass: drop what this run created and left. */
+const DROP_LEFTOVERS = `import pg from "pg";
+const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL, connectionTimeoutMillis: 5000 });
+await admin.connect();
+const { rows } = await admin.query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [${JSON.stringify(DATABASE_NAME_PREFIX)}]);
+for (const { datname } of rows) await admin.query('DROP DATABASE IF EXISTS "' + datname + '" WITH (FORCE)');
+await admin.end();`;
+
 let runRoot: string | undefined;
 
 /**
@@ -133,13 +142,6 @@ function tempRoot(): string {
   runRoot = root;
   return root;
 }
-
-const DROP_LEFTOVERS = `import pg from "pg";
-const admin = new pg.Client({ connectionString: ${JSON.stringify(TEST_DATABASE_URL ?? "")}, connectionTimeoutMillis: 5000 });
-await admin.connect();
-const { rows } = await admin.query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [${JSON.stringify(DATABASE_NAME_PREFIX)}]);
-for (const { datname } of rows) await admin.query('DROP DATABASE IF EXISTS "' + datname + '" WITH (FORCE)');
-await admin.end();`;
 
 /** A new folder inside this run's temporary root. */
 function tempDir(): string {
