@@ -44,10 +44,12 @@ export async function runWorkflow(
   const dryRun = opts.dryRun ?? false;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const workflows = deps.storage.workflows;
-  const row = await ensureWorkflow(deps.storage, wf.name, deps.startCursor?.());
+  const ensured = await ensureWorkflow(deps.storage, wf.name, deps.startCursor?.());
   if (!dryRun && !(await workflows.acquireLease(wf.name, deps.owner, leaseMs))) {
     return { runId: null, status: "skipped", error: "another run of this workflow is in progress", handled: 0, sends: [] };
   }
+  // Read again under the lease: the previous holder (another process) may have moved the cursor.
+  const row = dryRun ? ensured : ((await workflows.get(wf.name)) ?? ensured);
   if (!dryRun) await workflows.endInterruptedRuns(wf.name, INTERRUPTED_RUN);
 
   const runId = Bun.randomUUIDv7();
