@@ -494,6 +494,12 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
   };
 }
 
+/** Waits (bounded at 10 s) for a killed process to be gone. */
+export async function gone(p: { proc: Subprocess }): Promise<void> {
+  const exited = await Promise.race([p.proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
+  if (!exited) throw new Error("the killed process did not exit within 10 s");
+}
+
 export interface CliResult {
   code: number;
   stdout: string;
