@@ -90,6 +90,14 @@ export interface TestDatabase {
   cleanup(): Promise<void>;
 }
 
+/** The janitor's last act in the PostgreSQL pass: drop what this run created and left. */
+const DROP_LEFTOVERS = `import pg from "pg";
+const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL, connectionTimeoutMillis: 5000 });
+await admin.connect();
+const { rows } = await admin.query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [${JSON.stringify(DATABASE_NAME_PREFIX)}]);
+for (const { datname } of rows) await admin.query('DROP DATABASE IF EXISTS "' + datname + '" WITH (FORCE)');
+await admin.end();`;
+
 let runRoot: string | undefined;
 
 /**
@@ -108,13 +116,6 @@ function tempRoot(): string {
   runRoot = root;
   return root;
 }
-
-const DROP_LEFTOVERS = `import pg from "pg";
-const admin = new pg.Client({ connectionString: ${JSON.stringify(TEST_DATABASE_URL ?? "")}, connectionTimeoutMillis: 5000 });
-await admin.connect();
-const { rows } = await admin.query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [${JSON.stringify(DATABASE_NAME_PREFIX)}]);
-for (const { datname } of rows) await admin.query('DROP DATABASE IF EXISTS "' + datname + '" WITH (FORCE)');
-await admin.end();`;
 
 /** A new folder inside this run's temporary root. */
 function tempDir(): string {
@@ -465,6 +466,12 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
       return fetch(base + path, { ...init, headers });
     },
   };
+}
+
+/** Waits (bounded at 10 s) for a killed process to be gone. */
+export async function gone(p: { proc: Subprocess }): Promise<void> {
+  const exited = await Promise.race([p.proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
+  if (!exited) throw new Error("the killed process did not exit within 10 s");
 }
 
 export interface CliResult {

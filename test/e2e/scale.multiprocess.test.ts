@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { call, expectEachOnce, followPoll, history, inbound, newPhone, type SendResult } from "./api";
 import {
   ROOT,
+  gone,
   newApiKey,
   spawnServer,
   startServer,
@@ -99,12 +100,6 @@ async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
       .join("\n");
   for (const w of workers) await waitFor(`a worker to schedule ${workflows.name}`, 15_000, () => w.stdout.includes(`workflow ${workflows.name} scheduled`), output);
   return { db, apis, workers, output };
-}
-
-/** Waits (bounded) for a killed process to be gone. */
-async function gone(p: Pick<Spawned, "proc">): Promise<void> {
-  const exited = await Promise.race([p.proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
-  if (!exited) throw new Error("the killed process did not exit within 10 s");
 }
 
 test(

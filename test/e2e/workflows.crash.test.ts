@@ -8,7 +8,7 @@ import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { history, inbound, newPhone, type MessageRecord } from "./api";
-import { lines, startServer, testDatabase, type Server, type TestDatabase, waitFor } from "./harness";
+import { gone, lines, startServer, testDatabase, type Server, type TestDatabase, waitFor } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -39,11 +39,6 @@ async function boot(db: TestDatabase, wfDir: string): Promise<Server> {
 const output = (...list: Server[]) => () =>
   list.map((s, i) => `--- server ${i} stdout ---\n${s.stdout.slice(-3000)}\n--- server ${i} stderr ---\n${s.stderr.slice(-1500)}`).join("\n");
 
-/** Waits (bounded) for a killed server's process to be gone. */
-async function gone(server: Server): Promise<void> {
-  const exited = await Promise.race([server.proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
-  if (!exited) throw new Error("the killed server did not exit within 10 s");
-}
 
 /** A sleep that ends early (rejecting) when the run's signal aborts: source for workflow files. */
 const SLEEP_SOURCE = `const sleep = (ms, signal) =>
