@@ -18,6 +18,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { describe, test } from "bun:test";
 import pg from "pg";
 import { configSchema } from "../../src/config";
 import { createTestDatabase, DATABASE_NAME_PREFIX, TEST_DATABASE_URL } from "../support/postgres";
@@ -52,8 +53,15 @@ export const DIALECT: Dialect = process.env.TEST_DIALECT === "postgres" ? "postg
 if (DIALECT === "postgres" && !TEST_DATABASE_URL) {
   throw new Error("TEST_DIALECT=postgres needs TEST_DATABASE_URL (an admin URL, e.g. postgres://postgres@127.0.0.1:5432/postgres)");
 }
-/** For the few tests about SQLite itself (its files, its locks): skipped in the PostgreSQL pass. */
 export const onPostgres = DIALECT === "postgres";
+
+/**
+ * For the few tests about SQLite itself (its files, `:memory:`, its write lock): they belong
+ * to the SQLite pass and are not part of the PostgreSQL pass, whose own start-up and
+ * start-up race tests are startup.postgres.test.ts and scale.multiprocess.test.ts.
+ */
+export const testOnSqlite: typeof test = onPostgres ? (((..._args: unknown[]) => {}) as unknown as typeof test) : test;
+export const describeOnSqlite: typeof describe = onPostgres ? (((..._args: unknown[]) => {}) as unknown as typeof describe) : describe;
 
 /** A value bound to a `?` placeholder. */
 export type SqlValue = string | number | boolean | null;

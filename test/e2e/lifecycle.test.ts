@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { call, history, newPhone, send } from "./api";
-import { KEY_PATTERN, lines, newApiKey, onPostgres, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type TestDatabase } from "./harness";
+import { KEY_PATTERN, lines, newApiKey, testOnSqlite, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -111,7 +111,7 @@ describe("running", () => {
   });
 
   // SQLite URLs: a file (and its folder) created, and :memory:.
-  test.skipIf(onPostgres)("the database file is created with its folder", async () => {
+  testOnSqlite("the database file is created with its folder", async () => {
     const db = newDb(sqliteDatabase("a/b/textwire.db"));
     const server = await boot({ db });
     const phone = newPhone();
@@ -120,7 +120,7 @@ describe("running", () => {
     expect((await history(server, phone)).total).toBe(1);
   });
 
-  test.skipIf(onPostgres)("DATABASE_URL=:memory: works", async () => {
+  testOnSqlite("DATABASE_URL=:memory: works", async () => {
     const server = await boot({ db: newDb(sqliteDatabase(":memory:")) });
     const phone = newPhone();
     await send(server, phone, "in memory");

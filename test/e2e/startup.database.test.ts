@@ -7,7 +7,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStorage } from "../../src/db";
-import { lines, onPostgres, runCli, spawnServer, sqliteDatabase, type TestDatabase } from "./harness";
+import { lines, describeOnSqlite, runCli, spawnServer, sqliteDatabase, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -33,7 +33,7 @@ function expectOneLine(result: { code: number; stderr: string; stdout: string },
   expect(result.stdout).not.toContain("listening on");
 }
 
-describe.skipIf(onPostgres)("a SQLite database that cannot be used at start", () => {
+describeOnSqlite("a SQLite database that cannot be used at start", () => {
   test("the path is a directory", async () => {
     const db = sqliteDatabase();
     mkdirSync(db.url);

@@ -11,7 +11,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { onPostgres, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type Spawned, waitFor } from "./harness";
+import { testOnSqlite, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type Spawned, waitFor } from "./harness";
 import { expectRunsNeverOverlap, writeSlowWorkflow } from "./scenarios";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -50,7 +50,7 @@ test(
 );
 
 // SQLite's own start-up race: PostgreSQL's is in scale.multiprocess.test.ts.
-test.skipIf(onPostgres)(
+testOnSqlite(
   "a process that opens a fresh SQLite file while another holds its write lock waits for it instead of failing",
   async () => {
     // What a second server meets when it starts beside a first one that is creating the
