@@ -113,7 +113,10 @@ const ERROR_TEXT: Record<number, [description: string, example: string]> = {
   ],
   500: ["Unexpected failure; the request may be retried later.", "internal error; the request may be retried later"],
   502: ["The messaging network or the generator failed.", "network: unreachable"],
-  503: ["A dependency is not available.", "generator: not configured, set OPENAI_API_KEY"],
+  503: [
+    "A dependency is not available: the database is unreachable or busy (with `Retry-After`; nothing was stored, retry), or, on generate, no generator is configured.",
+    "database: unavailable or busy; retry later",
+  ],
   504: ["The network did not answer in time: the outcome is unknown.", "network: no answer in time; the status will follow"],
 };
 
@@ -132,6 +135,8 @@ function documentedError(status: number, description: string | undefined, keyed:
     for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) headers[name] = ref("headers", name);
   }
   if (status === 429) headers["Retry-After"] = ref("headers", "Retry-After");
+  // Only when the database is the cause (the generator's 503 has none).
+  if (status === 503) headers["Retry-After"] = { ...HEADERS["Retry-After"], required: false, description: "On a database that is unreachable or busy: whole seconds to wait before retrying." };
   if (status === 401 && keyed) headers["WWW-Authenticate"] = ref("headers", "WWW-Authenticate");
   if (status === 405) headers.Allow = ref("headers", "Allow");
   const schema = status === 504 ? ref("schemas", "GatewayTimeoutError") : ref("schemas", "Error");
@@ -174,6 +179,7 @@ const webhookErrors = (extra: Record<number, string>) => ({
   "405": documentedError(405, "Only POST.", false),
   "413": documentedError(413, undefined, false),
   "500": documentedError(500, undefined, false),
+  "503": documentedError(503, undefined, false),
 });
 
 /** The provider-facing webhooks of the real networks (not served through tRPC: they are signed, not keyed). */
@@ -324,7 +330,9 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
     if (!op) continue;
     const success = (op.responses as Record<string, Json>)["200"]!;
     const listed = meta.errorResponses ?? [];
-    const errors: Record<number, string> = Array.isArray(listed) ? Object.fromEntries(listed.map((s) => [s, ""])) : listed;
+    const errors: Record<number, string> = Array.isArray(listed) ? Object.fromEntries(listed.map((s) => [s, ""])) : { ...listed };
+    // Every route reads or writes the database, which may be unreachable or busy.
+    errors[503] ??= "";
     const keyed = meta.protect !== false;
     success.headers = {
       ...REQUEST_ID,
