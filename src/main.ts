@@ -59,7 +59,9 @@ async function ensureSomeKey(app: App) {
 
 /**
  * The database's housekeeping, done by one process at a time: the one holding the
- * maintenance lease, renewed every round (it outlives one late round).
+ * maintenance lease, renewed every round (it outlives one late round). Every process
+ * does the first round at start, even while a lease of a crashed process runs out: that
+ * crash may have left sends queued. Each step is one statement, safe to run twice.
  */
 function startMaintenance(app: App, log: Logger, owner: string) {
   const { storage } = app;
@@ -67,14 +69,17 @@ function startMaintenance(app: App, log: Logger, owner: string) {
   const retentionMs = app.config.WORKFLOW_RUNS_RETENTION_DAYS * 24 * 60 * 60_000;
   // A network that reconciles settles its own queued sends (their outcome may be unknown).
   const exceptNetwork = app.network.reconcile ? app.network.name : undefined;
+  let started = false;
   const repeating = repeatEvery("maintenance", everyMs, async () => {
-    if (!(await storage.leases.acquire(MAINTENANCE_LEASE, owner, 3 * everyMs))) return;
+    const leader = await storage.leases.acquire(MAINTENANCE_LEASE, owner, 3 * everyMs);
+    if (!leader && started) return;
     const failed = await storage.messages.failStaleQueued(STALE_QUEUED_MS, STALE_QUEUED_ERROR, exceptNetwork);
     if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
     const purged = await storage.idempotency.purgeExpired(IDEMPOTENCY_TTL_MS);
     if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
     const oldRuns = await storage.workflows.purgeRunsOlderThan(retentionMs);
     if (oldRuns > 0) log.info("deleted old workflow run records", { count: oldRuns });
+    started = true;
   }, log);
   return {
     /** Stops and lets the lease go, so another process takes over at once. */

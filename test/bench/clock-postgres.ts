@@ -18,6 +18,40 @@ function oneAtATime<T>(fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
+/**
+ * Inserts that arrive while a batch is being written wait and go together in the next one:
+ * one clock move of n steps and one multi-row insert, one commit for all of them.
+ */
+let waiting: { phone: string; done: (err?: unknown) => void }[] = [];
+let writing = false;
+let batchClient: Promise<pg.Client> | undefined;
+async function writeBatches(): Promise<void> {
+  writing = true;
+  while (waiting.length > 0) {
+    const batch = waiting.splice(0, 500);
+    try {
+      await (await batchClient!).query({
+        name: "batch",
+        text: `WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS i(phone, n)),
+               c AS (UPDATE message_clock SET t = greatest(t + $2, ${NOW_US} + $2 - 1) RETURNING t)
+               INSERT INTO messages ${COLUMNS}
+               SELECT gen_random_uuid()::text, input.phone, 'hello', 'outbound', 'queued', c.t - $2 + input.n, 'loopback', c.t - $2 + input.n FROM input, c`,
+        values: [batch.map((b) => b.phone), batch.length],
+      });
+      for (const b of batch) b.done();
+    } catch (err) {
+      for (const b of batch) b.done(err);
+    }
+  }
+  writing = false;
+}
+function batched(phone: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    waiting.push({ phone, done: (err) => (err ? reject(err) : resolve()) });
+    if (!writing) void writeBatches();
+  });
+}
+
 /** Each design: the statements of one insert, run on one pooled connection. */
 const DESIGNS: Record<string, (client: pg.PoolClient, phone: string) => Promise<unknown>> = {
   // No order across writers: timestamps from the clock alone (the cost floor).
@@ -33,6 +67,15 @@ const DESIGNS: Record<string, (client: pg.PoolClient, phone: string) => Promise<
     }),
   // The same, with one connection per process waiting for the row (the others queue in the process).
   "clock table, one statement, one waiter a process": (c, phone) => oneAtATime(() => DESIGNS["clock table, one statement"]!(c, phone)),
+  // Inserts waiting in the process go together: one statement and one commit for a batch.
+  "clock table, batched in the process": async (_, phone) => {
+    batchClient ??= (async () => {
+      const client = new pg.Client(process.argv[3]);
+      await client.connect();
+      return client;
+    })();
+    await batched(phone);
+  },
   // As a send does it inside a unit of work: BEGIN, clock, insert, COMMIT (the lock held across three round trips).
   "clock table, transaction": async (c, phone) => {
     await c.query("BEGIN");
@@ -72,6 +115,7 @@ async function writer(url: string, design: string, ms: number): Promise<void> {
     }),
   );
   await pool.end();
+  await (await batchClient)?.end();
   console.log(count);
 }
 

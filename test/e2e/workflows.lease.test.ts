@@ -147,7 +147,7 @@ test(
   async () => {
     // What a second server meets when it starts beside a first one that is creating the
     // database file (switching it to WAL, applying migrations): README "Several processes
-    // may share one database file"; src/db/client.ts: "busy_timeout waits for the other
+    // may share one database file"; src/db/sqlite/open.ts: "busy_timeout waits for the other
     // process's write lock instead of failing".
     const fresh = tempDb();
     try {

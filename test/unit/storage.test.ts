@@ -81,6 +81,34 @@ describe.each(dialects)("on $name", (dialect) => {
     });
   });
 
+  test("a key's decision, waiting on a transaction that attaches its message, sees that message once it commits", async () => {
+    const storage = await fresh();
+    const claim = { scope: "s", key: "k" };
+    await storage.idempotency.tryInsertPending(claim, "p", 60_000);
+    let attached!: () => void;
+    const ready = new Promise<void>((resolve) => (attached = resolve));
+    const sending = storage.transaction(async (tx) => {
+      await tx.messages.insert(message("m1"));
+      await tx.idempotency.attach(claim, "m1", "{}");
+      attached();
+      await Bun.sleep(50);
+    });
+    await ready;
+    const row = await storage.transaction((tx) => tx.idempotency.lockForDecision(claim, 60_000));
+    await sending;
+    expect(row).toMatchObject({ messageId: "m1", messageStatus: "queued" });
+  });
+
+  test("concurrent inserts of one network id store one message, and every caller gets that one", async () => {
+    const storage = await fresh();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => storage.messages.insert({ ...message(`m${i}`), direction: "inbound", status: "received", networkId: "net-1" })),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.row.id)).size).toBe(1);
+    expect((await storage.messages.history("+14155550123", 100, 0)).total).toBe(1);
+  });
+
   test("a poller following the cursor misses nothing committed late: an insert waits for an earlier one's transaction", async () => {
     const storage = await fresh();
     // Two phones, so that nothing but the clock orders the two inserts.

@@ -1,7 +1,8 @@
+import type { MessageStatus } from "../../messages/status";
 import type { IdempotencyDecisionRow, IdempotencyRepository } from "../port";
 import { NOW_MS, statement, type Run } from "./sql";
 
-const ROW = `k.scope, k.key, k.fingerprint, k.state, k.response, k.message_id AS "messageId", k.locked_until AS "lockedUntil", k.created_at AS "createdAt"`;
+const ROW = `scope, key, fingerprint, state, response, message_id AS "messageId", locked_until AS "lockedUntil", created_at AS "createdAt"`;
 
 const insertPending = statement(
   "idempotency.insertPending",
@@ -9,13 +10,16 @@ const insertPending = statement(
    VALUES ($1, $2, $3, 'pending', ${NOW_MS} + $4, ${NOW_MS}) ON CONFLICT DO NOTHING`,
 );
 // The key's row stays locked to the end of the transaction, so two requests with one key decide one after the other.
-const decisionRow = statement<IdempotencyDecisionRow>(
+const decisionRow = statement<Omit<IdempotencyDecisionRow, "messageStatus">>(
   "idempotency.decisionRow",
-  `SELECT ${ROW}, m.status AS "messageStatus", k.locked_until <= ${NOW_MS} AS "lockExpired", k.created_at <= ${NOW_MS} - $3 AS "ttlExpired"
-   FROM idempotency_keys k LEFT JOIN messages m ON m.id = k.message_id
-   WHERE k.scope = $1 AND k.key = $2
-   FOR UPDATE OF k`,
+  `SELECT ${ROW}, locked_until <= ${NOW_MS} AS "lockExpired", created_at <= ${NOW_MS} - $3 AS "ttlExpired"
+   FROM idempotency_keys WHERE scope = $1 AND key = $2
+   FOR UPDATE`,
 );
+// Read after the lock is held, in a statement of its own: a statement that waited for the
+// lock sees the key's new row but other tables as they were when it began, so a message
+// stored by the transaction it waited for would look absent.
+const messageStatus = statement<{ status: MessageStatus }>("idempotency.messageStatus", `SELECT status FROM messages WHERE id = $1`);
 const retake = statement(
   "idempotency.retake",
   `UPDATE idempotency_keys SET message_id = NULL, response = NULL, locked_until = ${NOW_MS} + $3 WHERE scope = $1 AND key = $2`,
@@ -35,7 +39,12 @@ const purge = statement("idempotency.purge", `DELETE FROM idempotency_keys WHERE
 export function postgresIdempotency(run: Run): IdempotencyRepository {
   return {
     tryInsertPending: async (claim, fingerprint, lockMs) => (await run(insertPending, [claim.scope, claim.key, fingerprint, lockMs])).rowCount === 1,
-    lockForDecision: async (claim, ttlMs) => (await run(decisionRow, [claim.scope, claim.key, ttlMs])).rows[0],
+    async lockForDecision(claim, ttlMs) {
+      const row = (await run(decisionRow, [claim.scope, claim.key, ttlMs])).rows[0];
+      if (!row) return undefined;
+      const status = row.messageId === null ? undefined : (await run(messageStatus, [row.messageId])).rows[0]?.status;
+      return { ...row, messageStatus: status ?? null };
+    },
     async retake(claim, lockMs, fresh) {
       if (fresh) await run(restart, [claim.scope, claim.key, fresh.fingerprint, lockMs]);
       else await run(retake, [claim.scope, claim.key, lockMs]);

@@ -1,7 +1,7 @@
 import { statusesBefore, type MessageStatus } from "../../messages/status";
 import type { PendingMessage } from "../../network/driver";
 import { MESSAGE_STATUSES } from "../columns";
-import type { MessageRepository, MessageRow, RecordRow } from "../port";
+import type { MessageRepository, MessageRow, NewMessage, RecordRow } from "../port";
 import { NOW_MS, NOW_US, statement, type Run, type Statement } from "./sql";
 
 /** The columns of a message row under their port names. */
@@ -10,20 +10,28 @@ const ROW = `id, phone, body, direction, status, timestamp, network, network_id 
 const RECORD = `id, phone, body, direction, status, timestamp, error`;
 
 /**
- * The one clock (message_clock, drizzle/postgres/0001_clock_and_contacts.sql) moves and the
- * row is inserted in one statement. The clock's row lock is held to commit, so inserting
- * transactions take timestamps one after the other, in the order they become visible: a
- * poller following `timestamp > cursor` never misses a row committed late. A network id
- * already stored inserts nothing (the unique index decides) and returns no row.
+ * Stores messages in one statement: the one clock (message_clock,
+ * drizzle/postgres/0001_clock_and_contacts.sql) moves by as many steps as there are
+ * messages, which take its next timestamps in order. The clock's row lock is held to commit,
+ * so inserting transactions take timestamps one after the other, in the order they become
+ * visible: a poller following `timestamp > cursor` never misses a row committed late. A
+ * network id already stored inserts nothing (the unique index decides) and returns no row.
  */
-const insert = statement<{ timestamp: number }>(
+const insert = statement<{ id: string; timestamp: number }>(
   "messages.insert",
-  `WITH clock AS (UPDATE message_clock SET t = greatest(t + 1, ${NOW_US}) RETURNING t)
+  `WITH input AS (
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       WITH ORDINALITY AS i(id, phone, body, direction, status, network, network_id, error, opt_out_type, n)
+   ), clock AS (
+     UPDATE message_clock SET t = greatest(t + $10::bigint, ${NOW_US} + $10::bigint - 1) RETURNING t
+   )
    INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type)
-   SELECT $1, $2, $3, $4, $5, clock.t, $6, $7, $8, clock.t, $9 FROM clock
+   SELECT id, phone, body, direction, status, clock.t - $10 + n, network, network_id, error, clock.t - $10 + n, opt_out_type FROM input, clock
    ON CONFLICT (network, direction, network_id) DO NOTHING
-   RETURNING timestamp`,
+   RETURNING id, timestamp`,
 );
+/** The most messages one insert statement carries. */
+const MAX_BATCH = 200;
 const byId = statement<MessageRow>("messages.get", `SELECT ${ROW} FROM messages WHERE id = $1`);
 const byNetworkId = statement<MessageRow>(
   "messages.byNetworkId",
@@ -86,34 +94,50 @@ const insertReport = statement(
 );
 const newest = statement<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
 
-/** The messages and status_reports tables; every time from the database's clock. */
-export function postgresMessages(run: Run): MessageRepository {
+type Stored = { row: MessageRow; created: boolean };
+
+/**
+ * The messages and status_reports tables; every time from the database's clock. Outside a
+ * transaction (`batch`), inserts that arrive while one is being written wait and go
+ * together in the next statement: one clock move and one commit for all of them, since the
+ * clock lets one inserting transaction commit at a time.
+ */
+export function postgresMessages(run: Run, batch = false): MessageRepository {
   const get = async (id: string) => (await run(byId, [id])).rows[0];
   const byNetwork = async (network: string, direction: string, networkId: string) => (await run(byNetworkId, [network, direction, networkId])).rows[0];
 
+  async function store(messages: NewMessage[]): Promise<Stored[]> {
+    const column = (pick: (m: NewMessage) => string | null | undefined) => messages.map((m) => pick(m) ?? null);
+    const { rows } = await run(insert, [
+      column((m) => m.id),
+      column((m) => m.phone),
+      column((m) => m.body),
+      column((m) => m.direction),
+      column((m) => m.status),
+      column((m) => m.network),
+      column((m) => m.networkId),
+      column((m) => m.error),
+      column((m) => m.optOutType),
+      messages.length,
+    ]);
+    const stamps = new Map(rows.map((r) => [r.id, r.timestamp]));
+    return Promise.all(
+      messages.map(async (message) => {
+        const timestamp = stamps.get(message.id);
+        if (timestamp === undefined) {
+          // Only a network id can conflict (ids are unique, timestamps come from the clock).
+          const existing = await byNetwork(message.network, message.direction, message.networkId!);
+          if (!existing) throw new Error("messages.insert: a conflicting message vanished");
+          return { row: existing, created: false };
+        }
+        const row: MessageRow = { ...message, error: message.error ?? null, optOutType: message.optOutType ?? null, timestamp, updatedAt: timestamp };
+        return { row, created: true };
+      }),
+    );
+  }
+
   return {
-    async insert(message) {
-      const { rows } = await run(insert, [
-        message.id,
-        message.phone,
-        message.body,
-        message.direction,
-        message.status,
-        message.network,
-        message.networkId,
-        message.error ?? null,
-        message.optOutType ?? null,
-      ]);
-      const timestamp = rows[0]?.timestamp;
-      if (timestamp === undefined) {
-        // Only a network id can conflict (ids are unique, timestamps come from the clock).
-        const existing = await byNetwork(message.network, message.direction, message.networkId!);
-        if (!existing) throw new Error("messages.insert: a conflicting message vanished");
-        return { row: existing, created: false };
-      }
-      const row: MessageRow = { ...message, error: message.error ?? null, optOutType: message.optOutType ?? null, timestamp, updatedAt: timestamp };
-      return { row, created: true };
-    },
+    insert: batch ? batched(store) : async (message) => (await store([message]))[0]!,
 
     setStatus: async (id, status, patch = {}) => (await run(moveStatus[status], [id, patch.networkId ?? null, patch.error ?? null])).rowCount === 1,
 
@@ -148,4 +172,36 @@ export function postgresMessages(run: Run): MessageRepository {
 
     newestTimestamp: async () => (await run(newest, [])).rows[0]?.ts ?? 0,
   };
+}
+
+/**
+ * One message at a time through `store`, which takes many: a message that arrives while a
+ * batch is being written waits for the next one (no timer: an idle process writes at once).
+ * A batch that fails is retried message by message, so one bad message fails alone.
+ */
+function batched(store: (messages: NewMessage[]) => Promise<Stored[]>): (message: NewMessage) => Promise<Stored> {
+  type Waiting = { message: NewMessage; resolve: (stored: Stored) => void; reject: (err: unknown) => void };
+  const waiting: Waiting[] = [];
+  let writing = false;
+
+  async function drain() {
+    writing = true;
+    while (waiting.length > 0) {
+      const next = waiting.splice(0, MAX_BATCH);
+      try {
+        const stored = await store(next.map((w) => w.message));
+        next.forEach((w, i) => w.resolve(stored[i]!));
+      } catch (err) {
+        if (next.length === 1) next[0]!.reject(err);
+        else await Promise.all(next.map((w) => store([w.message]).then(([stored]) => w.resolve(stored!), w.reject)));
+      }
+    }
+    writing = false;
+  }
+
+  return (message) =>
+    new Promise((resolve, reject) => {
+      waiting.push({ message, resolve, reject });
+      if (!writing) void drain();
+    });
 }

@@ -78,9 +78,34 @@ export async function openPostgres(url: string, poolSize: number): Promise<pg.Po
   }
 }
 
-async function migrateLocked(pool: pg.Pool): Promise<void> {
+/** A pooled connection held for several statements (a transaction, a lock). */
+export interface HeldConnection {
+  client: pg.PoolClient;
+  /**
+   * Gives it back to the pool, or closes it when `failed` (it may be mid-transaction or
+   * hold a lock) or when it broke while held.
+   */
+  release(failed?: Error): void;
+}
+
+export async function holdConnection(pool: pg.Pool): Promise<HeldConnection> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A held connection that breaks between statements emits an error event; unheard, it would end the process.
+  const onError = (err: Error) => (broken = err);
+  client.on("error", onError);
+  return {
+    client,
+    release(failed) {
+      client.removeListener("error", onError);
+      client.release(failed ?? broken);
+    },
+  };
+}
+
+async function migrateLocked(pool: pg.Pool): Promise<void> {
+  const { client, release } = await holdConnection(pool);
+  let failed: Error | undefined;
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
@@ -89,11 +114,11 @@ async function migrateLocked(pool: pg.Pool): Promise<void> {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
     }
   } catch (err) {
-    broken = err as Error;
+    failed = err as Error;
     throw err;
   } finally {
-    // A client that failed is closed, not reused: closing also frees a lock it may hold.
-    client.release(broken);
+    // Closing a connection that failed also frees the lock it may hold.
+    release(failed);
   }
 }
 
@@ -103,10 +128,10 @@ async function migrateLocked(pool: pg.Pool): Promise<void> {
  */
 async function probeWrite(pool: pg.Pool, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
-  const client = await pool.connect();
+  const { client, release } = await holdConnection(pool);
   const left = deadline - Date.now();
   if (left <= 0) {
-    client.release();
+    release();
     throw new Error("timeout waiting for a connection");
   }
   try {
@@ -119,11 +144,10 @@ async function probeWrite(pool: pg.Pool, ms: number): Promise<void> {
       query_timeout: left,
     } as pg.QueryConfig);
   } catch (err) {
-    // Closed rather than returned: it may be inside the failed transaction.
-    client.release(err as Error);
+    release(err as Error);
     throw err;
   }
-  client.release();
+  release();
 }
 
 /**

@@ -6,7 +6,7 @@ import { postgresIdempotency } from "./idempotency";
 import { postgresLeases } from "./leases";
 import { postgresMessages } from "./messages";
 import { postgresNetworkState } from "./network-state";
-import { openPostgres, postgresTakesWrite } from "./open";
+import { holdConnection, openPostgres, postgresTakesWrite } from "./open";
 import type { Run } from "./sql";
 import { postgresWorkflows } from "./workflows";
 
@@ -14,8 +14,8 @@ export interface PostgresStorage extends Storage {
   readonly pool: pg.Pool;
 }
 
-const repositories = (run: Run): Repositories => ({
-  messages: postgresMessages(run),
+const repositories = (run: Run, batchInserts = false): Repositories => ({
+  messages: postgresMessages(run, batchInserts),
   idempotency: postgresIdempotency(run),
   workflows: postgresWorkflows(run),
   leases: postgresLeases(run),
@@ -27,13 +27,14 @@ const repositories = (run: Run): Repositories => ({
 /**
  * The storage on PostgreSQL: a pool of `poolSize` connections, migrated and checked for
  * writes; throws DatabaseError. A call outside a transaction is one statement on any pooled
- * connection (autocommit). The unit of work holds one connection from BEGIN to COMMIT or
- * ROLLBACK (READ COMMITTED; the rows that decide are locked by the statements that read
- * them) and gives it back on every path, closed when it may be left mid-transaction.
+ * connection (autocommit), except message inserts, which are batched (messages.ts). The
+ * unit of work holds one connection from BEGIN to COMMIT or ROLLBACK (READ COMMITTED; the
+ * rows that decide are locked by the statements that read them) and gives it back on every
+ * path, closed when it may be left mid-transaction.
  */
 export async function openPostgresStorage(url: string, poolSize: number): Promise<PostgresStorage> {
   const pool = await openPostgres(url, poolSize);
-  const outside = repositories((statement, values) => pool.query({ name: statement.name, text: statement.text, values }));
+  const outside = repositories((statement, values) => pool.query({ name: statement.name, text: statement.text, values }), true);
 
   return {
     dialect: "postgres",
@@ -41,13 +42,13 @@ export async function openPostgresStorage(url: string, poolSize: number): Promis
     ...outside,
 
     async transaction(fn) {
-      const client = await pool.connect();
+      const { client, release } = await holdConnection(pool);
       let open = true;
       const tx = repositories((statement, values) => {
         if (!open) return Promise.reject(new Error(`${statement.name}: a transaction's repositories were used after it ended`));
         return client.query({ name: statement.name, text: statement.text, values });
       });
-      let broken: Error | undefined;
+      let failed: Error | undefined;
       try {
         await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
         const result = await fn(tx);
@@ -56,10 +57,10 @@ export async function openPostgresStorage(url: string, poolSize: number): Promis
         return result;
       } catch (err) {
         open = false;
-        await client.query("ROLLBACK").catch((rollbackFailed: Error) => (broken = rollbackFailed));
+        await client.query("ROLLBACK").catch((rollbackFailed: Error) => (failed = rollbackFailed));
         throw err;
       } finally {
-        client.release(broken);
+        release(failed);
       }
     },
 
