@@ -1099,13 +1099,15 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       "",
     );
     lines.push(
-      "Why: a send stores its message and moves the one clock row (`message_clock`) in one statement " +
-        "(src/db/postgres/messages.ts). The row stays locked until that transaction commits, so inserting transactions on " +
-        "every process take turns: each holds the row for its insert and its commit, including the WAL flush; with an " +
-        "Idempotency-Key the insert runs in a unit of work with the key, so the row is also held across the round trips " +
-        "to attach the key and to COMMIT. More processes add capacity for HTTP, JSON and checks, not for inserts: once the " +
-        "row is always taken, sends per second stay at 1 / (time one insert holds it), however many processes send. On " +
-        "SQLite the processes take turns for the file's write lock in the same way (busy_timeout), within one machine.",
+      "Why: every insert moves the one clock row (`message_clock`) in its statement (src/db/postgres/messages.ts), and " +
+        "the row stays locked until that transaction commits, WAL flush included, so inserting transactions on all " +
+        "processes take turns. Within a process, plain sends that arrive while an insert is being written go together in " +
+        "the next statement (one clock move, one commit): the turns are taken by batches. With an Idempotency-Key the " +
+        "message is stored in a unit of work with its key, one message a transaction, and the row is held across the " +
+        "round trips that attach the key and COMMIT as well. More processes add capacity for HTTP, JSON and checks, not " +
+        "for inserts: once the row is always taken, sends per second stay at 1 / (time one transaction holds it), however " +
+        "many processes send. On SQLite the processes take turns for the file's write lock (busy_timeout) the same way, " +
+        "on one machine.",
       "",
     );
     for (const { route, runs } of clock) {
@@ -1116,7 +1118,11 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
         `${route === SEND_ROUTE ? "Plain sends" : "Sends with an Idempotency-Key"}, ${last.processes} processes: ` +
           `${f2(last.waits.lock)} of ${f2(last.waits.active)} busy connections waited for a row lock on average, ` +
           `${f2(cpu)} of ${cpus().length} cores busy (servers, PostgreSQL, load generator and others): ` +
-          (last.waits.lock >= 1 ? `the clock row limits them (${f0(last.rps)}/s, ${f0(1e6 / last.rps)} µs a send).` : "CPU limits them, not the clock."),
+          (last.waits.lock >= 1
+            ? `the clock row limits them (${f0(last.rps)}/s, ${f0(1e6 / last.rps)} µs a send).`
+            : cpu >= cpus().length - 0.3
+              ? "CPU limits them, not the clock."
+              : "the clock row is seldom waited for."),
         "",
       );
     }
