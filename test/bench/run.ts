@@ -1258,11 +1258,24 @@ async function main() {
   log(`written to ${OUT}; took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 
-try {
-  await main();
-} finally {
+/** Stops the servers and removes the temporary databases and files (unless BENCH_KEEP=1). */
+async function cleanUp() {
   for (const server of [...running]) await server.stop();
   for (const database of [...undropped]) await database.drop().catch((err) => log(`could not drop ${database.name}: ${err}`));
   await watch?.close();
   if (!KEEP) rmSync(tmp, { recursive: true, force: true });
+}
+
+// An interrupted run leaves no server, database or file behind.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+} finally {
+  await cleanUp();
 }
