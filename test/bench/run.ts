@@ -548,8 +548,9 @@ async function load(urls: string[], route: Route, seconds: number, latenciesOut?
     stderr: "pipe",
   });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  if (code !== 0) throw new Error(`load generator failed (exit ${code}): ${err}`);
-  return JSON.parse(out.trim().split("\n").pop()!) as LoadResult;
+  const result = out.trim().split("\n").pop();
+  if (code !== 0 || !result) throw new Error(`load generator failed (exit ${code}): ${err || "no result"}`);
+  return JSON.parse(result) as LoadResult;
 }
 
 interface MeasureOptions {
@@ -602,6 +603,9 @@ async function measureOnce(servers: Server[], route: Route, seconds: number, opt
   );
   const elapsed = (performance.now() - t0) / 1000;
   const waits = await stopWaits?.();
+  for (const s of servers) {
+    if (s.proc.exitCode !== null) throw new Error(`${label({ kind: s.kind, dialect: s.database.dialect })} exited (${s.proc.exitCode}) during a run:\n${s.output.join("\n")}`);
+  }
   const serverTicks = servers.reduce((n, s, i) => n + cpuTicks(s.pid) - cpu0[i]!, 0);
   const machineTicks = machineBusyTicks() - busy0;
   const ownTicks = cpuTicks(process.pid) - own0;
