@@ -61,7 +61,7 @@ function runPaced() {
   };
   // One request at a time per connection; a response is read by its content-length.
   const connect = () => {
-    const c = { socket: net.connect(Number(target.port), target.hostname), buf: Buffer.alloc(0), sentAt: 0, busy: false };
+    const c = { socket: net.connect(Number(target.port), target.hostname), buf: Buffer.alloc(0), sentAt: 0, busy: false, dead: false };
     c.socket.setNoDelay(true);
     c.socket.on("data", (chunk) => {
       c.buf = c.buf.length ? Buffer.concat([c.buf, chunk]) : chunk;
@@ -78,17 +78,26 @@ function runPaced() {
       c.busy = false;
       release(c);
     });
-    c.socket.on("error", () => {
+    // A connection that fails or is closed counts its request as an error and is replaced,
+    // so that every request due is sent and answered or counted.
+    const dead = () => {
+      if (c.dead) return;
+      c.dead = true;
+      c.socket.destroy();
       if (c.busy) {
         errors++;
         pending--;
       }
-      c.busy = true; // never reused
+      const i = idle.indexOf(c);
+      if (i >= 0) idle.splice(i, 1);
+      if (!finished) release(connect());
       finish();
-    });
-    idle.push(c);
+    };
+    c.socket.on("error", dead);
+    c.socket.on("close", dead);
+    return c;
   };
-  for (let i = 0; i < opts.connections; i++) connect();
+  for (let i = 0; i < opts.connections; i++) idle.push(connect());
   const send = (c, spec, due) => {
     const body = spec.body === undefined ? "" : opts.idReplacement ? spec.body.replaceAll("[<id>]", randomUUID()) : spec.body;
     c.busy = true;

@@ -548,8 +548,9 @@ async function load(urls: string[], route: Route, seconds: number, latenciesOut?
     stderr: "pipe",
   });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  if (code !== 0) throw new Error(`load generator failed (exit ${code}): ${err}`);
-  return JSON.parse(out.trim().split("\n").pop()!) as LoadResult;
+  const result = out.trim().split("\n").pop();
+  if (code !== 0 || !result) throw new Error(`load generator failed (exit ${code}): ${err || "no result"}`);
+  return JSON.parse(result) as LoadResult;
 }
 
 interface MeasureOptions {
@@ -602,6 +603,9 @@ async function measureOnce(servers: Server[], route: Route, seconds: number, opt
   );
   const elapsed = (performance.now() - t0) / 1000;
   const waits = await stopWaits?.();
+  for (const s of servers) {
+    if (s.proc.exitCode !== null) throw new Error(`${label({ kind: s.kind, dialect: s.database.dialect })} exited (${s.proc.exitCode}) during a run:\n${s.output.join("\n")}`);
+  }
   const serverTicks = servers.reduce((n, s, i) => n + cpuTicks(s.pid) - cpu0[i]!, 0);
   const machineTicks = machineBusyTicks() - busy0;
   const ownTicks = cpuTicks(process.pid) - own0;
@@ -1099,13 +1103,15 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       "",
     );
     lines.push(
-      "Why: a send stores its message and moves the one clock row (`message_clock`) in one statement " +
-        "(src/db/postgres/messages.ts). The row stays locked until that transaction commits, so inserting transactions on " +
-        "every process take turns: each holds the row for its insert and its commit, including the WAL flush; with an " +
-        "Idempotency-Key the insert runs in a unit of work with the key, so the row is also held across the round trips " +
-        "to attach the key and to COMMIT. More processes add capacity for HTTP, JSON and checks, not for inserts: once the " +
-        "row is always taken, sends per second stay at 1 / (time one insert holds it), however many processes send. On " +
-        "SQLite the processes take turns for the file's write lock in the same way (busy_timeout), within one machine.",
+      "Why: every insert moves the one clock row (`message_clock`) in its statement (src/db/postgres/messages.ts), and " +
+        "the row stays locked until that transaction commits, WAL flush included, so inserting transactions on all " +
+        "processes take turns. Within a process, plain sends that arrive while an insert is being written go together in " +
+        "the next statement (one clock move, one commit): the turns are taken by batches. With an Idempotency-Key the " +
+        "message is stored in a unit of work with its key, one message a transaction, and the row is held across the " +
+        "round trips that attach the key and COMMIT as well. More processes add capacity for HTTP, JSON and checks, not " +
+        "for inserts: once the row is always taken, sends per second stay at 1 / (time one transaction holds it), however " +
+        "many processes send. On SQLite the processes take turns for the file's write lock (busy_timeout) the same way, " +
+        "on one machine.",
       "",
     );
     for (const { route, runs } of clock) {
@@ -1116,7 +1122,11 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
         `${route === SEND_ROUTE ? "Plain sends" : "Sends with an Idempotency-Key"}, ${last.processes} processes: ` +
           `${f2(last.waits.lock)} of ${f2(last.waits.active)} busy connections waited for a row lock on average, ` +
           `${f2(cpu)} of ${cpus().length} cores busy (servers, PostgreSQL, load generator and others): ` +
-          (last.waits.lock >= 1 ? `the clock row limits them (${f0(last.rps)}/s, ${f0(1e6 / last.rps)} µs a send).` : "CPU limits them, not the clock."),
+          (last.waits.lock >= 1
+            ? `the clock row limits them (${f0(last.rps)}/s, ${f0(1e6 / last.rps)} µs a send).`
+            : cpu >= cpus().length - 0.3
+              ? "CPU limits them, not the clock."
+              : "the clock row is seldom waited for."),
         "",
       );
     }
@@ -1252,11 +1262,24 @@ async function main() {
   log(`written to ${OUT}; took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 
-try {
-  await main();
-} finally {
+/** Stops the servers and removes the temporary databases and files (unless BENCH_KEEP=1). */
+async function cleanUp() {
   for (const server of [...running]) await server.stop();
   for (const database of [...undropped]) await database.drop().catch((err) => log(`could not drop ${database.name}: ${err}`));
   await watch?.close();
   if (!KEEP) rmSync(tmp, { recursive: true, force: true });
+}
+
+// An interrupted run leaves no server, database or file behind.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+} finally {
+  await cleanUp();
 }
