@@ -1191,7 +1191,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
   };
   each((r, s, floor) => {
     const ratio = s.summary.rps / floor.rps;
-    targets.push([`\`${r.route.name}\` on ${DIALECT_NAMES[s.dialect]}: throughput ≥ 0.6 × floor`, f2(ratio), verdict(ratio >= 0.6)]);
+    targets.push([`\`${r.route.name}\` on ${DIALECT_NAMES[s.dialect]}: throughput ≥ 0.6 × floor`, ratio.toFixed(3), verdict(ratio >= 0.6)]);
   });
   each((r, s, floor) => {
     targets.push([
