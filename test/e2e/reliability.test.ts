@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { call, history, newPhone, type SendResult } from "./api";
 import { startServer, testDatabase, waitFor, type EnvOverlay, type Server, type TestDatabase, type WriteBlock } from "./harness";
-import { startFakeTwilio, twilioEnv, type FakeTwilio } from "../support/fake-twilio";
+import { startFakeTwilio, twilioEnv, type FakeTwilio, type TwilioReply } from "../support/fake-twilio";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
@@ -119,26 +119,32 @@ describe("maintenance", () => {
 });
 
 describe("sends and a failing database or network", () => {
-  test("the network accepts but the status write fails: success, one send, record repaired, a retry sends nothing", async () => {
+  /**
+   * A keyed send whose network answer (`reply`) comes only once writes are held back, so the
+   * status write after it waits out the busy timeout and fails; writes are then taken again.
+   */
+  async function sendWhileDatabaseBusy(reply: TwilioReply, message: string) {
     const fake = startFakeTwilio();
     fakes.push(fake);
     const server = await serve(twilioEnv(fake));
     let lock: WriteBlock | undefined;
-    // Twilio answers only once writes are held back.
     fake.reply(async () => {
       lock = await server.db.blockWrites();
-      return { kind: "created" };
+      return reply;
     });
     const phone = newPhone();
-    const body = { phone, message: "accepted, then the database was busy" };
+    const body = { phone, message };
     const headers = { "Idempotency-Key": `busy-${phone}` };
     const first = call<SendResult>(server, "POST", "/api/send", { body, headers });
     await fake.waitForSends(1);
     fake.reply({ kind: "created" });
-    // The status write waits for the busy timeout (5 s) before it fails; then writes are taken again.
     await waitFor("the status write to fail", 20_000, () => /status[^\n]*locked/.test(server.stdout), () => server.stdout);
     await lock?.release();
-    const answer = await first;
+    return { fake, server, phone, answer: await first, retry: () => call<SendResult>(server, "POST", "/api/send", { body, headers }) };
+  }
+
+  test("the network accepts but the status write fails: success, one send, record repaired, a retry sends nothing", async () => {
+    const { fake, server, phone, answer, retry } = await sendWhileDatabaseBusy({ kind: "created" }, "accepted, then the database was busy");
     expect(answer.status).toBe(200);
     expect(answer.body.success).toBe(true);
     expect(answer.body.message_id).toMatch(/\S/);
@@ -149,33 +155,18 @@ describe("sends and a failing database or network", () => {
       return m?.status === "sent" && m;
     });
     expect(repaired.id).toBe(answer.body.message_id);
-    const retry = await call<SendResult>(server, "POST", "/api/send", { body, headers });
-    expect(retry.status).toBe(200);
-    expect(retry.body.message_id).toBe(answer.body.message_id);
+    const again = await retry();
+    expect(again.status).toBe(200);
+    expect(again.body.message_id).toBe(answer.body.message_id);
     expect(fake.sends.length).toBe(1);
   });
 
   test("a send that failed with 502 frees its Idempotency-Key at once, even when the database was busy: the retry really sends", async () => {
-    const fake = startFakeTwilio();
-    fakes.push(fake);
-    const server = await serve(twilioEnv(fake));
-    let lock: WriteBlock | undefined;
-    // Twilio fails while writes are held back, so recording the failure must wait.
-    fake.reply(async () => {
-      lock = await server.db.blockWrites();
-      return { kind: "error", httpStatus: 500, code: 20500, message: "Internal Server Error" };
-    });
-    const phone = newPhone();
-    const body = { phone, message: "try again" };
-    const headers = { "Idempotency-Key": `again-${phone}` };
-    const failed = call<SendResult>(server, "POST", "/api/send", { body, headers });
-    await fake.waitForSends(1);
-    fake.reply({ kind: "created" });
-    await waitFor("the failure's status write to fail", 20_000, () => /status[^\n]*locked/.test(server.stdout), () => server.stdout);
-    await lock?.release();
-    expect((await failed).status).toBe(502);
-    const retry = await call<SendResult>(server, "POST", "/api/send", { body, headers });
-    expect(retry.status).toBe(200);
+    const failure: TwilioReply = { kind: "error", httpStatus: 500, code: 20500, message: "Internal Server Error" };
+    const { fake, answer, retry } = await sendWhileDatabaseBusy(failure, "try again");
+    expect(answer.status).toBe(502);
+    const again = await retry();
+    expect(again.status).toBe(200);
     expect(fake.sends.length).toBe(2);
   });
 });
