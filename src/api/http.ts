@@ -1,6 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPCError } from "@trpc/server";
-import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
 import type { App } from "../app";
 import { errorText } from "../log";
 import { AppError, type ErrorCode } from "../errors";
@@ -9,7 +8,8 @@ import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE, describeError, errorRespons
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { checkHealth } from "./health";
-import { buildOpenApiDocument, docsResponse, routeTable } from "./openapi";
+import { buildOpenApiDocument, docsResponse } from "./openapi";
+import { restOperations, type RestOperation } from "./rest";
 import { createAppRouter } from "./router";
 import type { Context } from "./trpc";
 
@@ -70,13 +70,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The headers with the (already checked) media type spelled as trpc-to-openapi expects it. */
-function jsonHeaders(headers: Headers): Headers {
-  const copy = new Headers(headers);
-  copy.set("content-type", "application/json");
-  return copy;
-}
-
 /** Bytes of the request line and headers, as they came on the wire (give or take folding). */
 function headBytes(req: Request): number {
   let size = req.method.length + req.url.length + 12;
@@ -90,14 +83,16 @@ function trpcCalls(url: URL): number {
   return url.pathname.slice("/trpc/".length).split(/,|%2c/i).length;
 }
 
-function queryOf(url: URL): Record<string, string[]> {
-  // No prototype: a parameter named __proto__ or toString is just a name.
-  const query: Record<string, string[]> = Object.create(null);
-  for (const [key, value] of url.searchParams) (query[key] ??= []).push(value);
-  return query;
-}
-
 type Handler = (req: Request, url: URL, ctx: Context) => Promise<Response> | Response;
+
+/** A REST operation on HTTP: the JSON body read (415, 413, 400 first), the procedure's output as JSON. */
+function restHandler(operation: RestOperation): Handler {
+  return async (req, url, ctx) => {
+    const body = operation.method === "GET" ? undefined : parseJson(await readJsonText(req));
+    const output = await operation.call({ ctx, path: url.pathname, body, query: url.searchParams, signal: req.signal });
+    return new Response(JSON.stringify(output), { headers: { "Content-Type": "application/json" } });
+  };
+}
 
 /** One row of the routing table. */
 interface Route {
@@ -130,48 +125,7 @@ export function createHttpHandler(app: App): HttpHandler {
   const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
   const clientAddress = createClientAddress(app.config.TRUSTED_PROXIES);
-  /** The error a REST procedure failed with, for our envelope (not trpc-to-openapi's body). */
-  const restFailures = new WeakMap<Context, TRPCError>();
-
-  // trpc-to-openapi's node handler, built once, behind one small adapter: its fetch
-  // adapter builds this handler again on every request, and outside production the
-  // whole OpenAPI document too (test/unit/http-adapter.test.ts).
-  const rest = createOpenApiNodeHttpHandler({
-    router,
-    createContext: ({ req }: { req: { context: Context } }) => req.context,
-    onError: ({ error, req }: { error: TRPCError; req: { context: Context } }) => restFailures.set(req.context, error),
-  } as never) as unknown as (req: object, res: object) => Promise<void>;
-
-  const serveRest: Handler = async (req, url, ctx) => {
-    const reading = req.method === "GET" || req.method === "HEAD";
-    const body = reading ? undefined : parseJson(await readJsonText(req));
-    const query = reading ? queryOf(url) : undefined;
-    // Media types are case-insensitive; trpc-to-openapi's own check is not.
-    const headers = reading || req.headers.get("content-type")!.startsWith("application/json") ? req.headers : jsonHeaders(req.headers);
-    // What the node handler reads: a Request (for its signal and headers) with a parsed body and query.
-    const nodeReq = new Proxy(req, {
-      get(target, prop) {
-        if (prop === "context") return ctx;
-        if (prop === "method") return target.method === "HEAD" ? "GET" : target.method;
-        if (prop === "body") return body;
-        if (prop === "query") return query;
-        if (prop === "headers") return headers;
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    return new Promise<Response>((resolve, reject) => {
-      const res = {
-        statusCode: 200,
-        setHeader() {},
-        end(text: string) {
-          if (res.statusCode < 400) resolve(new Response(text, { status: res.statusCode, headers: { "Content-Type": "application/json" } }));
-          else reject(restFailures.get(ctx) ?? new TRPCError({ code: "INTERNAL_SERVER_ERROR" }));
-        },
-      };
-      rest(nodeReq, res).catch(reject);
-    });
-  };
+  const operations = restOperations(router);
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
     // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
@@ -222,12 +176,12 @@ export function createHttpHandler(app: App): HttpHandler {
     const prefix = `/webhooks/${app.network.name}`;
     routes.push(route((p) => p === prefix || p.startsWith(`${prefix}/`), { POST: serveNetworkWebhook }));
   }
-  // The REST routes of the document (trpc-to-openapi's), one row per path, in its order.
+  // The REST routes (src/api/rest.ts), one row per path, in the router's order.
   const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"] }>();
-  for (const { method, pattern } of routeTable(JSON.parse(openApiJson))) {
-    const row = restRows.get(pattern.source) ?? { pattern, methods: {} };
-    row.methods[method] = serveRest;
-    restRows.set(pattern.source, row);
+  for (const operation of operations) {
+    const row = restRows.get(operation.pattern.source) ?? { pattern: operation.pattern, methods: {} };
+    row.methods[operation.method] = restHandler(operation);
+    restRows.set(operation.pattern.source, row);
   }
   for (const { pattern, methods } of restRows.values()) routes.push(route((p) => pattern.test(p), methods, "key"));
 

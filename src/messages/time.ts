@@ -27,8 +27,39 @@ export function parseIsoInstant(value: string): number | null {
   return (ms - offsetMinutes * 60_000) * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
 }
 
-/** The wire form of a stored time (microseconds since the epoch): ISO 8601, UTC, 6 fractional digits. */
+const US_PER_DAY = 86_400_000_000;
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, "0"));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, "0"));
+/** `YYYY-MM-DDT` of recent days (day number since the epoch → prefix): pages repeat their days. */
+const dayPrefixes = new Map<number, string>();
+
+/**
+ * The wire form of a stored time (microseconds since the epoch): ISO 8601, UTC, 6 fractional
+ * digits. Every record of a page goes through here, so the date part comes from a small
+ * cache and the time of day from digit tables, not from a Date per record.
+ */
 export function isoTime(us: number): string {
+  const day = Math.floor(us / US_PER_DAY);
+  let prefix = dayPrefixes.get(day);
+  if (prefix === undefined) {
+    prefix = new Date(day * 86_400_000).toISOString().slice(0, 11);
+    // Years outside 0000–9999 are written with a sign and six digits: no shortcut there.
+    if (prefix.length !== 11 || prefix[10] !== "T") return isoTimeSlow(us);
+    if (dayPrefixes.size >= 4096) dayPrefixes.clear();
+    dayPrefixes.set(day, prefix);
+  }
+  let rest = us - day * US_PER_DAY;
+  const hours = Math.floor(rest / 3_600_000_000);
+  rest -= hours * 3_600_000_000;
+  const minutes = Math.floor(rest / 60_000_000);
+  rest -= minutes * 60_000_000;
+  const seconds = Math.floor(rest / 1_000_000);
+  rest -= seconds * 1_000_000;
+  const millis = Math.floor(rest / 1000);
+  return `${prefix}${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${THREE_DIGITS[millis]}${THREE_DIGITS[rest - millis * 1000]}Z`;
+}
+
+function isoTimeSlow(us: number): string {
   const ms = Math.floor(us / 1000);
   const micros = String(us - ms * 1000).padStart(3, "0");
   return new Date(ms).toISOString().replace(/Z$/, `${micros}Z`);

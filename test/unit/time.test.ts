@@ -146,6 +146,22 @@ describe("isoTime is the wire form: ISO 8601, UTC, microseconds", () => {
     });
   });
 
+  test("agrees with Date's own formatting at every kind of instant", () => {
+    const viaDate = (us: number) => {
+      const ms = Math.floor(us / 1000);
+      return new Date(ms).toISOString().replace(/Z$/, `${String(us - ms * 1000).padStart(3, "0")}Z`);
+    };
+    const edges = [-1, -86_400_000_000, at(1969, 12, 31, 23, 59, 59, 999, 999), at(2024, 2, 29, 12), at(2100, 3, 1), Number.MAX_SAFE_INTEGER];
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const samples = Array.from({ length: 5000 }, () => Math.floor((random() - 0.1) * Number.MAX_SAFE_INTEGER));
+    for (const us of [...edges, ...samples]) expect(isoTime(us)).toBe(viaDate(us));
+  });
+
+  test("writes years before 0000 as Date does, signed", () => {
+    expect(isoTime(at(-1, 1, 1))).toBe("-000001-01-01T00:00:00.000000Z");
+  });
+
   test("round-trips through parseIsoInstant exactly", () => {
     for (const us of [0, 1, 999, 999_999, at(2026, 11, 21, 9, 30, 0, 1, 7), at(2030, 2, 28, 23, 59, 59, 999, 999)]) {
       const wire = isoTime(us);

@@ -1,0 +1,99 @@
+import type { AnyProcedure, AnyRouter } from "@trpc/server";
+import { z } from "zod";
+import {
+  coerceSchema,
+  getInputOutputParsers,
+  getPathRegExp,
+  instanceofZodTypeLikeVoid,
+  instanceofZodTypeObject,
+  instanceofZodTypeOptional,
+  normalizePath,
+  unwrapZodType,
+  type OpenApiMeta,
+} from "trpc-to-openapi";
+import type { Context } from "./trpc";
+
+/** How a REST operation gets its request: the JSON body (POST) or the query (GET), read by the HTTP edge. */
+export interface RestRequest {
+  ctx: Context;
+  /** The path, already matched against `pattern`. */
+  path: string;
+  /** The parsed JSON body of a POST; undefined for GET. */
+  body: unknown;
+  query: URLSearchParams;
+  signal: AbortSignal;
+}
+
+/** One REST operation of the router, resolved once at start. */
+export interface RestOperation {
+  method: string;
+  pattern: RegExp;
+  /** Runs the procedure through its middlewares (auth, input and output schemas) and answers its output. */
+  call(request: RestRequest): Promise<unknown>;
+}
+
+/**
+ * The REST face of the one router, built once: for every procedure with OpenAPI meta, its
+ * route and how its input is assembled, as trpc-to-openapi's own adapter assembles it
+ * (query values, a repeated name as an array, then the path's parameters, not URL-decoded;
+ * query values coerced by the schema). Its adapter redid all of that on every request
+ * and built a tRPC caller per request; here a request only matches its row and calls the
+ * procedure. The OpenAPI document still comes from trpc-to-openapi (src/api/openapi.ts),
+ * from the same meta. Rows keep the router's declaration order: the first match wins.
+ */
+export function restOperations(router: AnyRouter): RestOperation[] {
+  const operations: RestOperation[] = [];
+  for (const [path, procedure] of Object.entries(router._def.procedures as Record<string, AnyProcedure>)) {
+    const openapi = (procedure._def.meta as OpenApiMeta | undefined)?.openapi;
+    if (!openapi || openapi.enabled === false || procedure._def.type === "subscription") continue;
+    operations.push(operation(path, procedure, openapi.method, getPathRegExp(normalizePath(openapi.path))));
+  }
+  return operations;
+}
+
+function operation(path: string, procedure: AnyProcedure, method: string, pattern: RegExp): RestOperation {
+  const type = procedure._def.type;
+  const { inputParser } = getInputOutputParsers(procedure);
+  const schema = unwrapZodType(inputParser as never, true);
+  const takesInput = !instanceofZodTypeLikeVoid(schema);
+  // Query values are strings: the schema coerces them (once, in place, as trpc-to-openapi does).
+  const arrayFields: string[] = [];
+  if (instanceofZodTypeObject(schema)) {
+    for (const [field, shape] of Object.entries((schema as z.ZodObject).shape)) {
+      const inner = instanceofZodTypeOptional(shape) ? (shape as z.ZodOptional).unwrap() : shape;
+      if (inner instanceof z.ZodArray) arrayFields.push(field);
+    }
+    coerceSchema(schema as never);
+  }
+  const reading = method === "GET";
+
+  return {
+    method,
+    pattern,
+    call({ ctx, path: requestPath, body, query, signal }) {
+      let input: Record<string, unknown> | undefined;
+      if (takesInput) {
+        const fields = pattern.exec(requestPath)?.groups;
+        input = reading ? { ...queryFields(query, arrayFields), ...fields } : { ...(body as object), ...fields };
+      }
+      return procedure({ ctx, path, type, getRawInput: async () => input, signal, batchIndex: 0 });
+    },
+  };
+}
+
+/** A query as an object: a name given once is a string, given again an array (always an array for an array field). */
+function queryFields(query: URLSearchParams, arrayFields: string[]): Record<string, unknown> {
+  // No prototype: a parameter named __proto__ or toString is just a name.
+  const fields: Record<string, string | string[]> = Object.create(null);
+  for (const [name, value] of query) {
+    const seen = fields[name];
+    if (seen === undefined) fields[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else fields[name] = [seen, value];
+  }
+  for (const name of arrayFields) {
+    const value = fields[name];
+    if (value !== undefined && !Array.isArray(value)) fields[name] = [value];
+  }
+  return fields;
+}
