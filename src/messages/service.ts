@@ -85,8 +85,14 @@ export async function sendMessage(
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
-  const recorded = await recordStatus(deps, row.id, () => storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null }));
-  return toRecord((recorded && (await storage.messages.get(row.id))) || { ...row, status: result.status });
+  let moved = false;
+  const recorded = await recordStatus(deps, row.id, async () => {
+    moved = await storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null });
+  });
+  // Moved: the record is the stored row with the network's status, no need to read it back.
+  // Not moved: a status report got there first; answer what it wrote.
+  const settled = recorded && !moved ? await storage.messages.get(row.id) : undefined;
+  return toRecord(settled ?? { ...row, status: result.status });
 }
 
 /** Writes a send's status now, or else in the background until it lands; true when written now. */

@@ -1,0 +1,98 @@
+// The REST face of the router (src/api/rest.ts): resolved once, and assembling a
+// procedure's input as trpc-to-openapi does. End to end over HTTP: test/e2e/*.
+import { afterAll, describe, expect, test } from "bun:test";
+import { TRPCError } from "@trpc/server";
+import { createApp } from "../../src/app";
+import { restOperations, type RestOperation } from "../../src/api/rest";
+import { createAppRouter } from "../../src/api/router";
+import type { Context } from "../../src/api/trpc";
+import { loadConfig } from "../../src/config";
+import { dialects, quietLog, rejectionOf } from "./helpers";
+
+const storage = await dialects[0]!.open();
+const app = createApp(loadConfig({ NETWORK: "loopback" }), storage, quietLog);
+afterAll(() => storage.close());
+
+/** The router, counting how often its procedures are walked. */
+function countedRouter() {
+  const router = createAppRouter(100);
+  let walks = 0;
+  const def = new Proxy(router._def, {
+    get(target, prop, receiver) {
+      if (prop === "procedures") walks++;
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  return { router: { ...router, _def: def } as typeof router, walks: () => walks };
+}
+
+const operations = restOperations(createAppRouter(100));
+function op(method: string, path: string): RestOperation {
+  const found = operations.find((o) => o.method === method && o.pattern.test(path));
+  if (!found) throw new Error(`no operation ${method} ${path}`);
+  return found;
+}
+
+const context = (): Context => ({ app, req: new Request("http://127.0.0.1/"), ip: "127.0.0.1", requestId: "r", responseHeaders: {}, keyId: "env:0" });
+const get = (path: string, query = "") =>
+  op("GET", path).call({ ctx: context(), path, body: undefined, query: new URLSearchParams(query), signal: new AbortController().signal });
+const post = (path: string, body: unknown) =>
+  op("POST", path).call({ ctx: context(), path, body, query: new URLSearchParams(), signal: new AbortController().signal });
+
+describe("REST operations", () => {
+  test("are the document's routes, in the router's order (poll before history)", () => {
+    expect(operations.map((o) => `${o.method} ${o.pattern.source}`)).toEqual([
+      "POST ^\\/api\\/send$",
+      "GET ^\\/api\\/messages\\/poll$",
+      "GET ^\\/api\\/messages\\/(?<phone>[^/]+)$",
+      "POST ^\\/api\\/generate$",
+      "POST ^\\/webhooks\\/loopback$",
+    ]);
+  });
+
+  test("are resolved once: a request does not walk the router", async () => {
+    const { router, walks } = countedRouter();
+    const built = restOperations(router);
+    const before = walks();
+    const poll = built.find((o) => o.pattern.test("/api/messages/poll"))!;
+    for (let i = 0; i < 3; i++) {
+      await poll.call({ ctx: context(), path: "/api/messages/poll", body: undefined, query: new URLSearchParams(), signal: new AbortController().signal });
+    }
+    expect(walks()).toBe(before);
+  });
+
+  test("run the procedure: a send is stored and answered", async () => {
+    const answer = (await post("/api/send", { phone: "+14155550123", message: "hi" })) as { success: boolean; message_id: string; status: string };
+    expect(answer.success).toBe(true);
+    expect(answer.status).toBe("delivered");
+    expect((await storage.messages.get(answer.message_id))?.body).toBe("hi");
+  });
+
+  test("coerce query strings by the schema and take the path's parameter as it came (percent-encoded)", async () => {
+    await post("/webhooks/loopback", { phone: "+14155550124", message: "one" });
+    await post("/webhooks/loopback", { phone: "+14155550124", message: "two" });
+    const page = (await get("/api/messages/%2B14155550124", "limit=1&offset=1")) as { messages: { message: string }[]; total: number; limit: number };
+    expect(page.total).toBe(2);
+    expect(page.limit).toBe(1);
+    expect(page.messages.map((m) => m.message)).toEqual(["one"]);
+  });
+
+  test("a name given twice is an array, refused by a scalar field with the field named", async () => {
+    const err = await rejectionOf(get("/api/messages/poll", "limit=1&limit=2"));
+    expect(err).toBeInstanceOf(TRPCError);
+    expect((err as TRPCError).code).toBe("BAD_REQUEST");
+    expect(JSON.stringify((err as TRPCError).cause)).toContain("limit");
+  });
+
+  test("a path parameter wins over a body field of the same name, and __proto__ is only a name", async () => {
+    const err = await rejectionOf(get("/api/messages/not-a-phone", "phone=%2B14155550123&__proto__=x"));
+    expect((err as TRPCError).code).toBe("BAD_REQUEST");
+    expect(JSON.stringify((err as TRPCError).cause)).toContain("phone");
+  });
+
+  test("answer the middleware's errors as TRPCErrors (no key: UNAUTHORIZED)", async () => {
+    const ctx = { ...context(), keyId: undefined };
+    const err = await rejectionOf(op("GET", "/api/messages/poll").call({ ctx, path: "/api/messages/poll", body: undefined, query: new URLSearchParams(), signal: new AbortController().signal }));
+    expect((err as TRPCError).code).toBe("UNAUTHORIZED");
+  });
+});
