@@ -118,7 +118,7 @@ export interface HttpHandler {
 
 /**
  * The HTTP face of the one router, one straight line: head size → routing table (404,
- * 405) → one auth step → the route (REST through trpc-to-openapi, tRPC at /trpc, and the
+ * 405) → one auth step → the route (REST through src/api/rest.ts, tRPC at /trpc, and the
  * routes without a key) → every error through errorResponse. Everything is built once here.
  */
 export function createHttpHandler(app: App): HttpHandler {

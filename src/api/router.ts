@@ -11,7 +11,7 @@ const fullRouter = (maxMessageLength: number) =>
 export type AppRouter = ReturnType<typeof fullRouter>;
 
 /**
- * The one router: served to tRPC clients at /trpc and as REST by trpc-to-openapi. The
+ * The one router: served to tRPC clients at /trpc and as REST (src/api/rest.ts). The
  * loopback webhook forges inbound messages, so it exists only on the loopback network
  * (elsewhere neither face nor the OpenAPI document has it; the type keeps it for clients).
  */

@@ -13,7 +13,7 @@ export interface Context {
   /** The client's address: the socket's peer, or from X-Forwarded-For behind TRUSTED_PROXIES. */
   ip: string;
   requestId: string;
-  /** Headers for the response, success or error; a plain object, as trpc-to-openapi needs. */
+  /** Headers for the response, success or error, set by the procedures and the HTTP edge. */
   responseHeaders: Record<string, string>;
   /** The API key's id, once authenticated. */
   keyId?: string;

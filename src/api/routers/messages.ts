@@ -52,7 +52,7 @@ export const messagesRouter = (maxMessageLength: number) =>
         ),
       ),
 
-    // Declared before history: trpc-to-openapi takes the first route that matches.
+    // Declared before history: the first route that matches wins (src/api/rest.ts keeps this order).
     poll: authedProcedure
       .meta({
         openapi: {
