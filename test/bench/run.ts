@@ -1256,11 +1256,12 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
           f2(run.loadCores),
           f2(run.lagP99!),
           run.keptRate ? "yes" : "**no**",
+          f2(run.foreignCores),
         ]);
       }
     });
   }
-  lines.push(table(["route", "database", "server", "offered req/s", "answered req/s", "p50 ms", "p99 ms", "max ms", "errors", "generator CPU", "generator lag p99 ms", "rate kept"], pacedRows), "");
+  lines.push(table(["route", "database", "server", "offered req/s", "answered req/s", "p50 ms", "p99 ms", "max ms", "errors", "generator CPU", "generator lag p99 ms", "rate kept", "other CPU"], pacedRows), "");
 
   if (clock.length) {
     lines.push(`## The clock: sends with ${CLOCK_PROCESSES.join(", ")} API processes on one database`, "");
@@ -1427,7 +1428,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
     targets.push([`${s.name}: peak RSS under load ≤ 150 MB`, `${rssMb.toFixed(1)} MB`, verdict(rssMb <= 150)]);
   }
   lines.push(table(["target", "measured", "verdict"], targets), "");
-  const allRuns = [...main.results.flatMap((r) => r.runs), ...clock.flatMap((c) => c.runs), ...growth.flatMap((g) => g.routes.flatMap((r) => [r.textwire, r.floor]))];
+  const allRuns = [...main.results.flatMap((r) => [...r.runs, ...r.groups.flatMap((g) => [g.pacedTextwire, g.pacedFloor])]), ...clock.flatMap((c) => c.runs), ...growth.flatMap((g) => g.routes.flatMap((r) => [r.textwire, r.floor]))];
   const disturbed = allRuns.filter((r) => r.foreignCores > DISTURBED).length;
   if (disturbed) {
     lines.push(
