@@ -1428,7 +1428,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
     targets.push([`${s.name}: peak RSS under load ≤ 150 MB`, `${rssMb.toFixed(1)} MB`, verdict(rssMb <= 150)]);
   }
   lines.push(table(["target", "measured", "verdict"], targets), "");
-  const allRuns = [...main.results.flatMap((r) => [...r.runs, ...r.groups.flatMap((g) => [g.pacedTextwire, g.pacedFloor])]), ...clock.flatMap((c) => c.runs), ...growth.flatMap((g) => g.routes.flatMap((r) => [r.textwire, r.floor]))];
+  const allRuns = [...new Set([...main.results.flatMap((r) => [...r.runs, ...r.groups.flatMap((g) => [g.pacedTextwire, g.pacedFloor])]), ...clock.flatMap((c) => c.runs), ...growth.flatMap((g) => g.routes.flatMap((r) => [r.textwire, r.floor]))])];
   const disturbed = allRuns.filter((r) => r.foreignCores > DISTURBED).length;
   if (disturbed) {
     lines.push(
