@@ -1,10 +1,15 @@
 /**
  * `bun run bench`: Textwire on SQLite and on PostgreSQL against the floor (test/bench/floor.ts,
- * the same routes and rules on raw Bun.serve and bun:sqlite), the message clock's cost with
- * 1, 2 and 3 API processes on one database, then growth to 1 million stored messages.
+ * the same routes and rules written directly on Bun.serve), the message clock's cost with 1, 2
+ * and 3 API processes on one database, then growth to 1 million stored messages. Prints the
+ * tables and writes them to bench/results.md.
  *
- *   bun run bench                                   full run (about 9 minutes)
- *   BENCH_SECONDS=1 BENCH_GROWTH=0 bun run bench    quick smoke run (about 2 minutes)
+ *   bun run bench                                              full run (about 12 minutes)
+ *   BENCH_SECONDS=1 BENCH_GROWTH=0 BENCH_CLOCK=0 bun run bench   quick smoke run (about 2 minutes)
+ *
+ * Needs wrk (Debian/Ubuntu package `wrk`): when it is missing the run installs it with
+ * `apt-get install -y wrk` as root, else stops with a line saying how. Node runs the paced
+ * generator (test/bench/load.mjs).
  *
  * Environment:
  *   BENCH_DATABASES     databases Textwire is measured on, e.g. "sqlite" or "sqlite,postgres"
@@ -12,10 +17,12 @@
  *   BENCH_DATABASE_URL  PostgreSQL admin URL (a role that may create databases; default
  *                       TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres);
  *                       each part of the run creates a fresh database there and drops it after
- *   BENCH_SECONDS       measured seconds per run (default 5)
+ *   BENCH_SECONDS       measured seconds per run (default 5; wrk takes whole seconds)
  *   BENCH_WARMUP        warm-up seconds per server and route (default 1)
+ *   BENCH_ROUNDS        rounds of the main comparison, the servers in turn each (default 3)
  *   BENCH_CONNECTIONS   connections (default 32)
- *   BENCH_RATE          requests per second of the paced runs (default 500)
+ *   BENCH_PIN=0         does not pin (default: with taskset and 2 cores or more, the load
+ *                       generator on CPU 0 and the servers on CPU 1)
  *   BENCH_CLOCK=0       skips the clock part
  *   BENCH_GROWTH=0      skips the growth part (SQLite only)
  *   BENCH_GROWTH_SIZES  stored messages (default "10000,1000000")
@@ -32,40 +39,45 @@
  * - Textwire is started with the README's command (`bun run start`, in the project root)
  *   with PORT=0, HOST=127.0.0.1, its own temporary DATABASE_URL (a SQLite file, or a
  *   PostgreSQL database created for the run), API_KEYS=<a bench key>,
- *   RATE_LIMIT_PER_MINUTE=0 (no 429s), WORKFLOWS_DIR=off and LOG_LEVEL=warn: at `info`
- *   Textwire writes one JSON log line per request, and this benchmark measures the API,
- *   not a log pipe (BENCH_LOG_LEVEL=info measures that line's cost). The port Textwire chose
- *   comes from its `listening on` line, or, when a build does not write that line at `warn`,
- *   from /proc (its listening socket); readiness is then confirmed with GET /health.
- * - The floor is started the same way on its own temporary SQLite file.
- * - The load generator is autocannon (npm) on Node, a separate process (test/bench/load.mjs),
- *   with 32 keep-alive connections. Per route: a warm-up of each server, then measured
- *   runs with the servers in turn (Textwire on SQLite, Textwire on PostgreSQL, floor), twice.
- *   Latencies are every response's, at microsecond resolution; errors are non-2xx answers
- *   plus socket errors and timeouts.
- * - Then, per route and server, one paced run: BENCH_RATE (default 500) requests per second on
- *   an even schedule over the same 32 connections (open loop; see load.mjs), below the
- *   servers' saturation, so its p99 is latency rather than queueing behind 32 requests.
- * - Every database is seeded with 400 messages (4 contacts, about half inbound) before the
- *   runs, so history and poll return full pages (50 and 100 messages).
- * - CPU: the machine has 2 cores; the load generator takes most of one. For every run the
- *   CPU used by the server, by PostgreSQL (the backends of the run's database and the server's
- *   WAL writer, background writer and checkpointer, found in pg_stat_activity and read from
- *   /proc), by the load generator and by anything else on the machine ("foreign") is
- *   recorded, so a disturbed run can be seen.
+ *   RATE_LIMIT_PER_MINUTE=0 (no 429s), WORKFLOWS_DIR=off and LOG_LEVEL=warn (at `info` every
+ *   request writes a log line; BENCH_LOG_LEVEL=info measures it). The port comes from its
+ *   `listening on` line, or from /proc (its listening socket); then GET /health.
+ * - The floor is started the same way (`bun test/bench/floor.ts`), twice per database: two
+ *   copies, A and B, measured in the same turns (A/A), so the report shows how much two runs
+ *   of one server differ. On PostgreSQL the floor is started on a postgres:// URL; when it
+ *   does not start (or does not answer the seeded history), Textwire on PostgreSQL is
+ *   compared with the SQLite floor and the report says so.
+ * - Saturation: wrk -t1 -c32 (test/bench/wrk/*.lua: every send and webhook with its own
+ *   phone, every webhook its own network id; each run its own block of phone numbers; a
+ *   done() that prints one JSON line with wrk's exact percentiles and errors). Per route a
+ *   warm-up of each server, then BENCH_ROUNDS rounds with the servers in turn; the report
+ *   gives the median and the range over the rounds.
+ * - Pinning: with taskset, wrk and the paced generator run on CPU 0, the servers on CPU 1
+ *   (`taskset -c 1 bun run start`; the child inherits it). PostgreSQL is a system service and
+ *   is not pinned.
+ * - Fixed rate: per route and database, half the floor's median peak, sent by
+ *   test/bench/load.mjs (open loop, latency counted from each request's due time) to Textwire
+ *   and floor A; its CPU and whether it kept the rate are reported.
+ * - Every database is seeded with 400 messages (4 contacts) so history and poll return full
+ *   pages (50 and 100 messages).
+ * - CPU: for every run the CPU used by the server, by PostgreSQL (the backends of the run's
+ *   database and the server's WAL writer, background writer and checkpointer, found in
+ *   pg_stat_activity and read from /proc), by the load generator and by anything else on the
+ *   machine ("other") is recorded; disturbed runs are repeated within BENCH_QUIET_BUDGET.
+ * - Memory: the serving process's VmHWM (peak RSS) and the highest VmRSS sampled every 200 ms.
  * - The clock: on each database, 1, then 2, then 3 `bun run start api` processes share one
- *   database; one load generator spreads its connections over them (autocannon takes several
- *   URLs) and sends POST /api/send, without and with a fresh Idempotency-Key. On PostgreSQL,
- *   pg_stat_activity is sampled every 20 ms during each run: how many of the database's
+ *   database; one wrk with a thread per process (test/bench/wrk/common.lua gives the threads
+ *   the addresses in turn) sends POST /api/send, without and with a fresh Idempotency-Key. On
+ *   PostgreSQL, pg_stat_activity is sampled every 20 ms: how many of the database's
  *   connections are busy, waiting for a row lock (the clock row) or writing WAL.
  *   test/bench/clock-postgres.ts measures the clock alone (inserts, no HTTP) for other designs.
  * - Growth (SQLite): a database with N messages (10,000 contacts, half inbound, timestamps
- *   strictly increasing, plus 5 contacts with exactly 200 messages each whose history is measured,
- *   so the page is the same 50 messages at every size) is written directly with bun:sqlite
- *   into a file whose schema Textwire created; then Textwire is started on it (start-up
- *   time: spawn to its `listening on` line, at LOG_LEVEL=info, median of 3) and history and
- *   poll (`since` in the middle, 100 messages a page) are measured; the floor is measured
- *   on the same file for comparison.
+ *   strictly increasing, plus 5 contacts with exactly 200 messages each whose history is
+ *   measured, so the page is the same 50 messages at every size) is written directly with
+ *   bun:sqlite into a file whose schema Textwire created; then Textwire is started on it
+ *   (start-up time: spawn to its `listening on` line, at LOG_LEVEL=info, median of 3) and
+ *   history and poll (`since` in the middle, 100 messages a page) are measured with wrk; the
+ *   floor is measured on the same file for comparison.
  */
 import { Database } from "bun:sqlite";
 import type { Subprocess } from "bun";
@@ -88,10 +100,11 @@ function envNumber(name: string, fallback: number): number {
 }
 
 const SECONDS = envNumber("BENCH_SECONDS", 5);
-const WARMUP = envNumber("BENCH_WARMUP", SECONDS < 2 ? 0.5 : 1);
+/** wrk runs whole seconds. */
+const WARMUP = Math.max(1, Math.round(envNumber("BENCH_WARMUP", 1)));
+/** Rounds of the main comparison (the servers in turn each round). */
+const ROUNDS = Math.round(envNumber("BENCH_ROUNDS", 3));
 const CONNECTIONS = Math.round(envNumber("BENCH_CONNECTIONS", 32));
-/** Offered load of the paced runs (requests per second, evenly spaced), below both servers' saturation. */
-const RATE = Math.round(envNumber("BENCH_RATE", 500));
 const GROWTH = process.env.BENCH_GROWTH !== "0";
 const CLOCK = process.env.BENCH_CLOCK !== "0";
 const GROWTH_SIZES = (process.env.BENCH_GROWTH_SIZES ?? "10000,1000000").split(",").map((s) => Number(s.trim()));
@@ -107,6 +120,8 @@ const KEY = `bench_${randomBytes(24).toString("base64url")}`;
 const AUTH = { authorization: `Bearer ${KEY}` };
 const JSON_AUTH = { ...AUTH, "content-type": "application/json" };
 const TICKS = 100; // USER_HZ on Linux
+/** Load generator on CPU 0, servers on CPU 1 (taskset), unless BENCH_PIN=0 or there is no taskset or second core. */
+const PIN = process.env.BENCH_PIN !== "0" && cpus().length >= 2 && Bun.which("taskset") !== null;
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -275,7 +290,8 @@ async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) =
 
 /** Starts Textwire (`bun run start`, or `bun run start api` with mode "api") or the floor on `database`. */
 async function startServer(kind: Kind, database: BenchDatabase, logLevel: "warn" | "info" = "warn", mode?: "api"): Promise<Server> {
-  const cmd = kind === "textwire" ? ["bun", "run", "start", ...(mode ? [mode] : [])] : ["bun", "test/bench/floor.ts"];
+  // taskset execs its command, so the pid is still bun's (and its children inherit the CPU).
+  const cmd = [...(PIN ? ["taskset", "-c", "1"] : []), ...(kind === "textwire" ? ["bun", "run", "start", ...(mode ? [mode] : [])] : ["bun", "test/bench/floor.ts"])];
   const env: Record<string, string | undefined> = {
     ...process.env,
     PORT: "0",
@@ -479,34 +495,46 @@ interface LoadRequest {
   method: "GET" | "POST";
   path: string;
   headers: Record<string, string>;
+  /** "[<phone>]" and "[<n>]" are filled in per request (test/bench/load.mjs). */
   body?: string;
 }
 
 interface Route {
   name: string;
+  /** The wrk script (test/bench/wrk/<script>.lua) and its arguments after the phone block. */
+  script: "get" | "send" | "loopback";
+  args: string[];
+  /** The same requests for the paced generator and the sanity check. */
   requests: LoadRequest[];
-  idReplacement?: boolean;
   /** Checks one answer, so that no run measures errors. */
   check(status: number, body: any): string | null;
 }
 
+/** One load run's result; latencies in milliseconds. */
 interface LoadResult {
   responses: number;
   seconds: number;
   rps: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  statuses: Record<string, number>;
   p50: number;
   p90: number;
   p99: number;
   max: number;
-  mean: number;
-  cpuMs: number;
+  /** Answers outside 2xx (wrk: status >= 400), socket errors, timeouts. */
+  statusErrors: number;
+  socketErrors: number;
+  timeouts: number;
+  /** CPU time of the load generator, µs. */
+  loadCpuUs: number;
+  /** Paced runs: requests per second offered, the generator's lag p99 (ms) and whether it kept the rate. */
+  rate?: number;
+  lagP99?: number;
+  keptRate?: boolean;
 }
 
+const errorsOf = (r: LoadResult) => r.statusErrors + r.socketErrors + r.timeouts;
+
 interface Run extends LoadResult {
+  subject: string;
   kind: Kind;
   dialect: Dialect;
   /** Server processes the load was spread over, and connections in all. */
@@ -521,7 +549,6 @@ interface Run extends LoadResult {
   dbCpuUsPerRequest: number;
   loadCores: number;
   foreignCores: number;
-  latencies: Float64Array;
   /** Runs made to get this one (disturbed ones repeated). */
   attempts: number;
   /** PostgreSQL, when asked for: what the database's connections did during the run. */
@@ -531,30 +558,118 @@ interface Run extends LoadResult {
 /** Connections for `servers` servers: BENCH_CONNECTIONS, rounded up to spread evenly over them. */
 const connectionsFor = (servers: number) => Math.ceil(CONNECTIONS / servers) * servers;
 
-async function load(urls: string[], route: Route, seconds: number, latenciesOut?: string, paced?: number): Promise<LoadResult> {
-  const options = {
-    paced,
-    // Several URLs: autocannon gives them the connections in turn.
-    url: urls.length === 1 ? urls[0] : urls,
-    connections: connectionsFor(urls.length),
-    seconds,
-    requests: route.requests,
-    idReplacement: route.idReplacement ?? false,
-    latenciesOut,
+/** Each load run gets its own block of 10 million phone numbers (test/bench/wrk/common.lua). */
+let phoneBlock = 0;
+function nextPhoneBase(): number {
+  if (phoneBlock >= 790) throw new Error("out of phone number blocks");
+  return phoneBlock++ * 10_000_000;
+}
+
+const pinned = (cpu: number) => (PIN ? ["taskset", "-c", String(cpu)] : []);
+
+/** The JSON line of done() in test/bench/wrk/common.lua (latencies in µs). */
+interface WrkLine {
+  requests: number;
+  duration_us: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  status_errors: number;
+  connect_errors: number;
+  read_errors: number;
+  write_errors: number;
+  timeouts: number;
+}
+
+/** The JSON line of test/bench/load.mjs (latencies in µs). */
+interface PacedLine {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  statusErrors: number;
+  socketErrors: number;
+  lagP99: number;
+  keptRate: boolean;
+  cpuUs: number;
+}
+
+/** wrk (pinned to CPU 0) against `urls` as fast as answered: one thread a server, their connections in all. */
+async function wrkLoad(urls: string[], route: Route, seconds: number): Promise<LoadResult> {
+  const cmd = [
+    ...pinned(0),
+    "wrk",
+    `-t${urls.length}`,
+    `-c${connectionsFor(urls.length)}`,
+    `-d${Math.max(1, Math.round(seconds))}s`,
+    "--timeout",
+    "10s",
+    "-s",
+    join(import.meta.dir, "wrk", `${route.script}.lua`),
+    urls[0]!,
+    "--",
+    String(nextPhoneBase()),
+    ...route.args,
+  ];
+  const env = {
+    ...process.env,
+    BENCH_AUTH: AUTH.authorization,
+    BENCH_WRK_THREADS: String(urls.length),
+    BENCH_WRK_ADDRS: urls.length > 1 ? urls.map((u) => new URL(u).host).join(",") : "",
   };
-  const proc = Bun.spawn(["node", join(import.meta.dir, "load.mjs"), JSON.stringify(options)], {
-    cwd: ROOT,
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(cmd, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  const result = out.trim().split("\n").pop();
-  if (code !== 0 || !result) throw new Error(`load generator failed (exit ${code}): ${err || "no result"}`);
-  return JSON.parse(result) as LoadResult;
+  const line = out.trim().split("\n").findLast((l) => l.startsWith("{"));
+  if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${err || out || "no result"}`);
+  const r = JSON.parse(line) as WrkLine;
+  const s = r.duration_us / 1e6;
+  return {
+    responses: r.requests,
+    seconds: s,
+    rps: r.requests / s,
+    p50: r.p50 / 1000,
+    p90: r.p90 / 1000,
+    p99: r.p99 / 1000,
+    max: r.max / 1000,
+    statusErrors: r.status_errors,
+    socketErrors: r.connect_errors + r.read_errors + r.write_errors,
+    timeouts: r.timeouts,
+    loadCpuUs: Number(proc.resourceUsage()?.cpuTime.total ?? 0),
+  };
+}
+
+/** The paced generator (test/bench/load.mjs on Node, pinned to CPU 0): `rate` requests per second on an even schedule. */
+async function pacedLoad(url: string, route: Route, seconds: number, rate: number): Promise<LoadResult> {
+  const options = { url, connections: CONNECTIONS, seconds, rate, base: nextPhoneBase(), requests: route.requests };
+  const proc = Bun.spawn([...pinned(0), "node", join(import.meta.dir, "load.mjs"), JSON.stringify(options)], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const line = out.trim().split("\n").pop();
+  if (code !== 0 || !line) throw new Error(`paced load generator failed (exit ${code}): ${err || "no result"}`);
+  const r = JSON.parse(line) as PacedLine;
+  return {
+    responses: r.requests,
+    seconds: r.seconds,
+    rps: r.rps,
+    p50: r.p50 / 1000,
+    p90: r.p90 / 1000,
+    p99: r.p99 / 1000,
+    max: r.max / 1000,
+    statusErrors: r.statusErrors,
+    socketErrors: r.socketErrors,
+    timeouts: 0,
+    loadCpuUs: r.cpuUs,
+    rate,
+    lagP99: r.lagP99 / 1000,
+    keptRate: r.keptRate,
+  };
 }
 
 interface MeasureOptions {
-  /** Requests per second on an even schedule (else as fast as answered). */
+  /** Requests per second on an even schedule (else as fast as answered, by wrk). */
   paced?: number;
   /** PostgreSQL: sample what the database's connections wait for. */
   waits?: boolean;
@@ -564,15 +679,14 @@ interface MeasureOptions {
  * A measured run of `route` against `servers` (one, or several on one database) after a
  * quiet gate; repeated (within the budget) when other processes disturbed it.
  */
-async function measure(servers: Server[], route: Route, seconds: number, opts: MeasureOptions = {}): Promise<Run> {
+async function measure(subject: string, servers: Server[], route: Route, seconds: number, opts: MeasureOptions = {}): Promise<Run> {
   let best: Run | null = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     await waitQuiet();
-    const run = await measureOnce(servers, route, seconds, opts);
-    run.attempts = attempt + 1;
+    const run = await measureOnce(subject, servers, route, seconds, opts);
     if (!best || run.foreignCores < best.foreignCores) best = { ...run, attempts: attempt + 1 };
     if (run.foreignCores <= DISTURBED || quietBudget < seconds) break;
-    log(`${route.name}: ${label(run)} run disturbed (other processes used ${f2(run.foreignCores)} cores); repeating`);
+    log(`${route.name}: ${subject} run disturbed (other processes used ${f2(run.foreignCores)} cores); repeating`);
     quietBudget -= seconds;
   }
   return best!;
@@ -584,27 +698,19 @@ async function databaseTicks(database: BenchDatabase): Promise<Map<number, numbe
   return new Map(pids.map((pid) => [pid, cpuTicks(pid)]));
 }
 
-let runCounter = 0;
-async function measureOnce(servers: Server[], route: Route, seconds: number, opts: MeasureOptions): Promise<Run> {
+async function measureOnce(subject: string, servers: Server[], route: Route, seconds: number, opts: MeasureOptions): Promise<Run> {
   const { database, kind } = servers[0]!;
-  const file = join(tmp, `latencies-${runCounter++}.f64`);
   const db0 = await databaseTicks(database);
   const busy0 = machineBusyTicks();
   const own0 = cpuTicks(process.pid);
   const cpu0 = servers.map((s) => cpuTicks(s.pid));
   const stopWaits = opts.waits && database.name ? watch!.sampleWaits(database.name) : undefined;
   const t0 = performance.now();
-  const result = await load(
-    servers.map((s) => s.url),
-    route,
-    seconds,
-    file,
-    opts.paced,
-  );
+  const result = opts.paced ? await pacedLoad(servers[0]!.url, route, seconds, opts.paced) : await wrkLoad(servers.map((s) => s.url), route, seconds);
   const elapsed = (performance.now() - t0) / 1000;
   const waits = await stopWaits?.();
   for (const s of servers) {
-    if (s.proc.exitCode !== null) throw new Error(`${label({ kind: s.kind, dialect: s.database.dialect })} exited (${s.proc.exitCode}) during a run:\n${s.output.join("\n")}`);
+    if (s.proc.exitCode !== null) throw new Error(`${subject} exited (${s.proc.exitCode}) during a run:\n${s.output.join("\n")}`);
   }
   const serverTicks = servers.reduce((n, s, i) => n + cpuTicks(s.pid) - cpu0[i]!, 0);
   const machineTicks = machineBusyTicks() - busy0;
@@ -614,70 +720,72 @@ async function measureOnce(servers: Server[], route: Route, seconds: number, opt
   for (const [pid, ticks] of await databaseTicks(database)) dbTicks += Math.max(0, ticks - (db0.get(pid) ?? 0));
   const cores = (ticks: number) => ticks / TICKS / elapsed;
   const usPerResponse = (ticks: number) => ((ticks / TICKS) * 1e6) / Math.max(1, result.responses);
-  const loadCores = result.cpuMs / 1000 / elapsed;
-  const bytes = readFileSync(file);
-  rmSync(file);
-  const latencies = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8);
+  const loadCores = result.loadCpuUs / 1e6 / elapsed;
   return {
     ...result,
+    subject,
     kind,
     dialect: database.dialect,
     processes: servers.length,
-    connections: connectionsFor(servers.length),
+    connections: opts.paced ? CONNECTIONS : connectionsFor(servers.length),
     serverCores: cores(serverTicks),
     cpuUsPerRequest: usPerResponse(serverTicks),
     databaseCores: cores(dbTicks),
     dbCpuUsPerRequest: usPerResponse(dbTicks),
     loadCores,
     foreignCores: Math.max(0, cores(machineTicks - serverTicks - dbTicks - ownTicks) - loadCores),
-    latencies,
     attempts: 1,
     waits,
   };
 }
 
+/** Median and range of one figure over the rounds. */
+interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const spread = (xs: number[]): Spread => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
+
 interface Summary {
-  rps: number;
+  rps: Spread;
+  p50: Spread;
+  p99: Spread;
   cpuUsPerRequest: number;
   dbCpuUsPerRequest: number;
-  p50: number;
-  p99: number;
+  loadCores: number;
   errors: number;
-  responses: number;
 }
 
 function summarize(runs: Run[]): Summary {
-  const all = new Float64Array(runs.reduce((n, r) => n + r.latencies.length, 0));
-  let at = 0;
-  for (const r of runs) {
-    all.set(r.latencies, at);
-    at += r.latencies.length;
-  }
-  all.sort();
-  const pct = (p: number) => (all.length ? all[Math.min(all.length - 1, Math.ceil((p / 100) * all.length) - 1)]! : NaN);
-  const responses = runs.reduce((n, r) => n + r.responses, 0);
-  const seconds = runs.reduce((n, r) => n + r.seconds, 0);
-  const perResponse = (us: (r: Run) => number) => runs.reduce((n, r) => n + us(r) * r.responses, 0) / Math.max(1, responses);
   return {
-    rps: responses / seconds,
-    cpuUsPerRequest: perResponse((r) => r.cpuUsPerRequest),
-    dbCpuUsPerRequest: perResponse((r) => r.dbCpuUsPerRequest),
-    p50: pct(50),
-    p99: pct(99),
-    errors: runs.reduce((n, r) => n + r.non2xx + r.errors, 0),
-    responses,
+    rps: spread(runs.map((r) => r.rps)),
+    p50: spread(runs.map((r) => r.p50)),
+    p99: spread(runs.map((r) => r.p99)),
+    cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+    dbCpuUsPerRequest: median(runs.map((r) => r.dbCpuUsPerRequest)),
+    loadCores: median(runs.map((r) => r.loadCores)),
+    errors: runs.reduce((n, r) => n + errorsOf(r), 0),
   };
 }
 
-/** "Textwire on PostgreSQL", "floor". */
-const label = (s: { kind: Kind; dialect: Dialect }) => (s.kind === "floor" ? "floor" : `Textwire on ${DIALECT_NAMES[s.dialect]}`);
-
-async function sanity(server: Server, route: Route): Promise<number> {
+/** A request of `route` with its placeholders filled in, for a check. */
+function filled(route: Route): LoadRequest {
   const req = route.requests[0]!;
-  const id = `check-${randomBytes(6).toString("hex")}`;
-  const body = req.body?.replace("[<id>]", id);
-  const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, v.replace("[<id>]", id)]));
-  const res = await fetch(server.url + req.path, { method: req.method, headers, body });
+  const n = String(nextPhoneBase());
+  const fill = (s: string) => s.replaceAll("[<phone>]", `+1${2_000_000_000 + Number(n)}`).replaceAll("[<n>]", n);
+  return { ...req, headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, fill(v)])), body: req.body === undefined ? undefined : fill(req.body) };
+}
+
+async function sanity(subject: string, server: Server, route: Route): Promise<void> {
+  const req = filled(route);
+  const res = await fetch(server.url + req.path, { method: req.method, headers: req.headers, body: req.body });
   const text = await res.text();
   let json: unknown;
   try {
@@ -686,14 +794,12 @@ async function sanity(server: Server, route: Route): Promise<number> {
     json = text;
   }
   const problem = route.check(res.status, json);
-  if (problem) throw new Error(`${label({ kind: server.kind, dialect: server.database.dialect })} ${route.name}: ${problem}\n${text.slice(0, 500)}`);
-  return text.length;
+  if (problem) throw new Error(`${subject} ${route.name}: ${problem}\n${text.slice(0, 500)}`);
 }
 
 // ---- the routes -------------------------------------------------------------------------
 
 const HISTORY_PHONES = ["+14155550100", "+447700900123", "+34612345678", "+4915123456789"];
-const WRITE_PHONES = ["+14155550201", "+447700900456", "+34612345999", "+5511987654321"];
 
 const isRecordList = (v: unknown, n: number) =>
   Array.isArray(v) && v.length === n && v.every((m) => m && typeof m.id === "string" && typeof m.timestamp === "string");
@@ -703,62 +809,72 @@ const sentCheck = (status: number, b: any) =>
     ? null
     : `expected 200 { success, message_id, timestamp }, got ${status}`;
 
+function getRoute(name: string, paths: string[], check: Route["check"]): Route {
+  return { name, script: "get", args: paths, requests: paths.map((path) => ({ method: "GET", path, headers: AUTH })), check };
+}
+
 function historyRoute(phones: string[], total: number): Route {
-  return {
-    name: "GET /api/messages/:phone?limit=50",
-    requests: phones.map((p) => ({ method: "GET", path: `/api/messages/${encodeURIComponent(p)}?limit=50`, headers: AUTH })),
-    check: (status, b) =>
+  return getRoute(
+    "GET /api/messages/:phone?limit=50",
+    phones.map((p) => `/api/messages/${encodeURIComponent(p)}?limit=50`),
+    (status, b) =>
       status === 200 && b?.success === true && isRecordList(b.messages, 50) && b.total === total && b.limit === 50 && b.offset === 0
         ? null
         : `expected 200 with 50 messages and total ${total}, got ${status}`,
-  };
+  );
 }
 
 function pollRoute(since?: number): Route {
   const query = since === undefined ? "" : `since=${encodeURIComponent(isoTime(since))}&`;
-  return {
-    name: `GET /api/messages/poll?${query ? "since=…&" : ""}limit=100`,
-    requests: [{ method: "GET", path: `/api/messages/poll?${query}limit=100`, headers: AUTH }],
-    check: (status, b) =>
-      status === 200 && b?.success === true && isRecordList(b.messages, 100) && b.count === 100 && b.has_more === true
-        ? null
-        : `expected 200 with 100 messages and has_more, got ${status}`,
-  };
+  return getRoute(`GET /api/messages/poll?${query ? "since=…&" : ""}limit=100`, [`/api/messages/poll?${query}limit=100`], (status, b) =>
+    status === 200 && b?.success === true && isRecordList(b.messages, 100) && b.count === 100 && b.has_more === true
+      ? null
+      : `expected 200 with 100 messages and has_more, got ${status}`,
+  );
 }
+
+// The bodies are those of test/bench/wrk/send.lua and test/bench/wrk/loopback.lua.
+const SEND_ROUTE: Route = {
+  name: "POST /api/send",
+  script: "send",
+  args: [],
+  requests: [{ method: "POST", path: "/api/send", headers: JSON_AUTH, body: JSON.stringify({ phone: "[<phone>]", message: TEXTS[0] }) }],
+  check: sentCheck,
+};
 
 const MAIN_ROUTES: Route[] = [
   historyRoute(HISTORY_PHONES.slice(0, 1), 100),
   pollRoute(),
-  {
-    name: "POST /api/send",
-    requests: WRITE_PHONES.map((phone, i) => ({
-      method: "POST",
-      path: "/api/send",
-      headers: JSON_AUTH,
-      body: JSON.stringify({ phone, message: TEXTS[i]! }),
-    })),
-    check: sentCheck,
-  },
+  SEND_ROUTE,
   {
     name: "POST /webhooks/loopback",
-    idReplacement: true,
-    requests: WRITE_PHONES.map((phone, i) => ({
-      method: "POST",
-      path: "/webhooks/loopback",
-      headers: JSON_AUTH,
+    script: "loopback",
+    args: [],
+    requests: [
       // A unique network id per request, as a real network sends (deduplication lookup included).
-      body: JSON.stringify({ phone, message: TEXTS[i + 4]!, id: "bench-[<id>]" }),
-    })),
+      { method: "POST", path: "/webhooks/loopback", headers: JSON_AUTH, body: JSON.stringify({ phone: "[<phone>]", message: TEXTS[1], id: "bench-[<n>]" }) },
+    ],
     check: sentCheck,
   },
 ];
+
+/** A send with a fresh Idempotency-Key: its message is stored in a unit of work with the key. */
+const IDEMPOTENT_SEND_ROUTE: Route = {
+  ...SEND_ROUTE,
+  name: "POST /api/send with Idempotency-Key",
+  args: ["idempotent"],
+  requests: SEND_ROUTE.requests.map((r) => ({ ...r, headers: { ...r.headers, "idempotency-key": "bench-[<n>]" } })),
+};
 
 // ---- formatting ---------------------------------------------------------------------------
 
 const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "–");
 const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "–");
+const f3 = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : "–");
 const mb = (kb: number) => (kb / 1024).toFixed(1);
 const verdict = (ok: boolean) => (ok ? "**met**" : "**MISSED**");
+/** "2,154 (2,100–2,190)" */
+const withRange = (s: Spread, fmt: (n: number) => string) => `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
 
 function table(head: string[], rows: (string | number)[][]): string {
   return [`| ${head.join(" | ")} |`, `| ${head.map(() => "---").join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
@@ -772,26 +888,47 @@ function gitState(): string {
 
 // ---- main -------------------------------------------------------------------------------
 
+/** A server measured in the main comparison: Textwire on a database, or a copy (A or B) of the floor. */
 interface Subject {
+  name: string;
   kind: Kind;
   dialect: Dialect;
+  server: Server;
 }
 
-interface SubjectResult extends Subject {
-  summary: Summary;
-  /** One run at RATE requests per second: latency when not saturated. */
-  fixedRate: Run;
-  bytes: number;
+/** Textwire on one database and the floor it is compared with (its two copies, for the A/A runs). */
+interface Group {
+  dialect: Dialect;
+  textwire: Subject;
+  floors: [Subject, Subject];
+  /** False when the floor cannot run on PostgreSQL and the SQLite floor stands in. */
+  ownFloor: boolean;
+}
+
+interface GroupResult {
+  dialect: Dialect;
+  ownFloor: boolean;
+  textwire: Summary;
+  floorA: Summary;
+  floorB: Summary;
+  /** Both copies' runs together: what Textwire is compared with. */
+  floor: Summary;
+  /** Half the floor's median peak: the paced runs' rate. */
+  rate: number;
+  pacedTextwire: Run;
+  pacedFloor: Run;
 }
 
 interface RouteResult {
   route: Route;
   runs: Run[];
-  /** Textwire on each database, then the floor. */
-  subjects: SubjectResult[];
+  groups: GroupResult[];
 }
 
-interface ServerFacts extends Subject {
+interface ServerFacts {
+  name: string;
+  kind: Kind;
+  dialect: Dialect;
   startupMs: number;
   peakRssKb: number;
   sampledRssKb: number;
@@ -800,74 +937,120 @@ interface ServerFacts extends Subject {
 interface MainResult {
   results: RouteResult[];
   servers: ServerFacts[];
+  /** Why the floor does not run on PostgreSQL, when it does not. */
+  noPostgresFloor?: string;
 }
 
 interface GrowthResult {
   size: number;
   startups: number[];
   emptyStartupMs: number;
-  routes: { name: string; textwire: Summary; floor: Summary; runs: Run[] }[];
+  routes: { name: string; textwire: Run; floor: Run }[];
   peakRssKb: number;
+}
+
+const SEED_400: SeedPlan = { total: 400, contacts: 0, heavy: HISTORY_PHONES, perHeavy: 100 };
+
+async function startSubject(name: string, kind: Kind, dialect: Dialect): Promise<Subject> {
+  const database = await newDatabase(dialect, name.replace(/\W+/g, "-"));
+  try {
+    const server = await startServer(kind, database, kind === "textwire" ? TW_LOG_LEVEL : "warn");
+    await seed(database, SEED_400);
+    return { name, kind, dialect, server };
+  } catch (err) {
+    for (const s of [...running]) if (s.database === database) await s.stop();
+    await database.drop();
+    throw err;
+  }
+}
+
+/** Textwire on each database beside its floor; on PostgreSQL the floor is tried, the SQLite floor standing in if it fails. */
+async function startGroups(dialects: Dialect[]): Promise<{ groups: Group[]; noPostgresFloor?: string }> {
+  let sqliteFloors: [Subject, Subject] | undefined;
+  const floorsOnSqlite = async (): Promise<[Subject, Subject]> =>
+    (sqliteFloors ??= [await startSubject("floor A on SQLite", "floor", "sqlite"), await startSubject("floor B on SQLite", "floor", "sqlite")]);
+  const groups: Group[] = [];
+  let noPostgresFloor: string | undefined;
+  for (const dialect of dialects) {
+    const textwire = await startSubject(`Textwire on ${DIALECT_NAMES[dialect]}`, "textwire", dialect);
+    if (dialect === "sqlite") {
+      groups.push({ dialect, textwire, floors: await floorsOnSqlite(), ownFloor: true });
+      continue;
+    }
+    try {
+      const a = await startSubject("floor A on PostgreSQL", "floor", "postgres");
+      await sanity(a.name, a.server, MAIN_ROUTES[0]!);
+      const b = await startSubject("floor B on PostgreSQL", "floor", "postgres");
+      groups.push({ dialect, textwire, floors: [a, b], ownFloor: true });
+    } catch (err) {
+      // The first line, and the line naming the error (Bun prints source lines between them).
+      const text = String((err as Error).message ?? err).split("\n");
+      const named = text.find((l) => /\b\w*Error\b|error:/.test(l));
+      noPostgresFloor = [text[0], named].filter((l, i, all) => l && all.indexOf(l) === i).join(": ").slice(0, 300);
+      log(`the floor does not run on PostgreSQL (${noPostgresFloor}); Textwire on PostgreSQL is compared with the SQLite floor`);
+      for (const s of [...running]) if (s.kind === "floor" && s.database.dialect === "postgres") await s.stop();
+      groups.push({ dialect, textwire, floors: await floorsOnSqlite(), ownFloor: false });
+    }
+  }
+  return { groups, noPostgresFloor };
 }
 
 /** Textwire on each database and the floor, each on a database of its own, measured in turn per route. */
 async function mainComparison(dialects: Dialect[]): Promise<MainResult> {
-  const subjects: Subject[] = [...dialects.map((dialect) => ({ kind: "textwire" as const, dialect })), { kind: "floor", dialect: "sqlite" }];
-  log(`starting ${subjects.map(label).join(", ")}`);
-  const servers: Server[] = [];
-  for (const subject of subjects) {
-    const database = await newDatabase(subject.dialect, `${subject.kind}-${subject.dialect}`);
-    servers.push(await startServer(subject.kind, database, subject.kind === "textwire" ? TW_LOG_LEVEL : "warn"));
-    await seed(database, { total: 400, contacts: 0, heavy: HISTORY_PHONES, perHeavy: 100 });
-  }
+  const { groups, noPostgresFloor } = await startGroups(dialects);
+  const subjects = [...new Set(groups.flatMap((g) => [g.textwire, ...g.floors]))];
+  log(`measuring ${subjects.map((s) => s.name).join(", ")} in turn, ${ROUNDS} rounds`);
   const results: RouteResult[] = [];
   const only = (process.env.BENCH_ROUTES ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   for (const route of MAIN_ROUTES.filter((r) => only.length === 0 || only.some((o) => r.name.includes(o)))) {
-    const bytes: number[] = [];
-    for (const server of servers) bytes.push(await sanity(server, route));
+    for (const s of subjects) await sanity(s.name, s.server, route);
     log(`${route.name}: warm-up`);
-    for (const server of servers) await load([server.url], route, WARMUP);
+    for (const s of subjects) await wrkLoad([s.server.url], route, WARMUP);
     const runs: Run[] = [];
-    for (let round = 0; round < 2; round++) {
-      for (const server of servers) {
-        const run = await measure([server], route, SECONDS);
-        log(`${route.name}: ${label(run)} ${f0(run.rps)} req/s, p99 ${f2(run.p99)} ms, errors ${run.non2xx + run.errors}, foreign CPU ${f2(run.foreignCores)}`);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of subjects) {
+        const run = await measure(s.name, [s.server], route, SECONDS);
+        log(`${route.name}: ${s.name} ${f0(run.rps)} req/s, p99 ${f2(run.p99)} ms, errors ${errorsOf(run)}, other CPU ${f2(run.foreignCores)}`);
         runs.push(run);
       }
     }
-    const fixedRate: Run[] = [];
-    for (const server of servers) {
-      const run = await measure([server], route, SECONDS, { paced: RATE });
-      log(`${route.name}: ${label(run)} at ${RATE} req/s offered: p50 ${f2(run.p50)} ms, p99 ${f2(run.p99)} ms`);
-      fixedRate.push(run);
+    const of = (...ss: Subject[]) => summarize(runs.filter((r) => ss.some((s) => s.name === r.subject)));
+    const paced = new Map<string, Run>();
+    const pacedRun = async (s: Subject, rate: number) => {
+      const key = `${s.name}@${rate}`;
+      if (!paced.has(key)) {
+        const run = await measure(s.name, [s.server], route, SECONDS, { paced: rate });
+        log(`${route.name}: ${s.name} at ${f0(rate)} req/s: p99 ${f2(run.p99)} ms, generator lag p99 ${f2(run.lagP99!)} ms${run.keptRate ? "" : " (rate not kept)"}`);
+        paced.set(key, run);
+      }
+      return paced.get(key)!;
+    };
+    const groupResults: GroupResult[] = [];
+    for (const g of groups) {
+      const floor = of(...g.floors);
+      const rate = Math.max(1, Math.round(floor.rps.median / 2));
+      groupResults.push({
+        dialect: g.dialect,
+        ownFloor: g.ownFloor,
+        textwire: of(g.textwire),
+        floorA: of(g.floors[0]),
+        floorB: of(g.floors[1]),
+        floor,
+        rate,
+        pacedTextwire: await pacedRun(g.textwire, rate),
+        pacedFloor: await pacedRun(g.floors[0], rate),
+      });
     }
-    results.push({
-      route,
-      runs,
-      subjects: subjects.map((subject, i) => ({
-        ...subject,
-        summary: summarize(runs.filter((r) => r.kind === subject.kind && r.dialect === subject.dialect)),
-        fixedRate: fixedRate[i]!,
-        bytes: bytes[i]!,
-      })),
-    });
+    results.push({ route, runs, groups: groupResults });
   }
-  const facts = servers.map((server, i) => ({ ...subjects[i]!, startupMs: server.startupMs, peakRssKb: server.peakRssKb(), sampledRssKb: server.maxRssKb }));
-  for (const server of servers) {
-    await server.stop();
-    await server.database.drop();
+  const servers = subjects.map((s) => ({ name: s.name, kind: s.kind, dialect: s.dialect, startupMs: s.server.startupMs, peakRssKb: s.server.peakRssKb(), sampledRssKb: s.server.maxRssKb }));
+  for (const s of subjects) {
+    await s.server.stop();
+    await s.server.database.drop();
   }
-  return { results, servers: facts };
+  return { results, servers, noPostgresFloor };
 }
 
-const SEND_ROUTE = MAIN_ROUTES.find((r) => r.name === "POST /api/send")!;
-/** A send with a fresh Idempotency-Key: its message is stored in a unit of work with the key. */
-const IDEMPOTENT_SEND_ROUTE: Route = {
-  ...SEND_ROUTE,
-  name: "POST /api/send with Idempotency-Key",
-  idReplacement: true,
-  requests: SEND_ROUTE.requests.map((r) => ({ ...r, headers: { ...r.headers, "idempotency-key": "bench-[<id>]" } })),
-};
 const CLOCK_ROUTES = [SEND_ROUTE, IDEMPOTENT_SEND_ROUTE];
 const CLOCK_PROCESSES = [1, 2, 3];
 
@@ -880,7 +1063,7 @@ interface ClockSeries {
 
 /**
  * The clock's cost: sends per second with 1, 2 and 3 API processes (`bun run start api`)
- * on one database, one load generator spreading its connections over them.
+ * on one database, one wrk spreading its connections over them (a thread a process).
  */
 async function clockScaling(dialect: Dialect): Promise<ClockSeries[]> {
   const database = await newDatabase(dialect, `clock-${dialect}`);
@@ -889,15 +1072,15 @@ async function clockScaling(dialect: Dialect): Promise<ClockSeries[]> {
   for (const n of CLOCK_PROCESSES) {
     while (servers.length < n) {
       const server = await startServer("textwire", database, TW_LOG_LEVEL, "api");
-      for (const route of CLOCK_ROUTES) await sanity(server, route);
+      for (const route of CLOCK_ROUTES) await sanity("Textwire (api)", server, route);
       servers.push(server);
     }
     for (const { route, runs } of series) {
-      await load(servers.map((s) => s.url), route, WARMUP);
-      const run = await measure(servers, route, SECONDS, { waits: true });
+      await wrkLoad(servers.map((s) => s.url), route, WARMUP);
+      const run = await measure(`${n} × Textwire on ${DIALECT_NAMES[dialect]}`, servers, route, SECONDS, { waits: true });
       log(
         `clock, ${DIALECT_NAMES[dialect]}, ${n} API process${n > 1 ? "es" : ""}, ${route.name}: ${f0(run.rps)} sends/s, p99 ${f2(run.p99)} ms, ` +
-          `errors ${run.non2xx + run.errors}${run.waits ? `, waiting for a row lock ${f2(run.waits.lock)} of ${f2(run.waits.active)} busy` : ""}`,
+          `errors ${errorsOf(run)}${run.waits ? `, waiting for a row lock ${f2(run.waits.lock)} of ${f2(run.waits.active)} busy` : ""}`,
       );
       runs.push(run);
     }
@@ -926,23 +1109,23 @@ async function growthAt(size: number): Promise<GrowthResult> {
     await s.stop();
   }
   const routes = [historyRoute(heavy, 200), pollRoute(middle)];
-  const out: GrowthResult["routes"] = routes.map((r) => ({ name: r.name, textwire: undefined as never, floor: undefined as never, runs: [] }));
+  const runs: Record<Kind, Run[]> = { textwire: [], floor: [] };
   let peakRssKb = 0;
   for (const kind of ["textwire", "floor"] as const) {
     const server = await startServer(kind, database, kind === "textwire" ? TW_LOG_LEVEL : "warn");
-    for (const [i, route] of routes.entries()) {
-      await sanity(server, route);
-      await load([server.url], route, WARMUP);
-      const run = await measure([server], route, SECONDS);
-      log(`growth ${f0(size)} ${route.name}: ${kind} ${f0(run.rps)} req/s, p99 ${f2(run.p99)} ms, foreign CPU ${f2(run.foreignCores)}`);
-      out[i]!.runs.push(run);
-      out[i]![kind] = summarize([run]);
+    const name = kind === "textwire" ? "Textwire on SQLite" : "floor on SQLite";
+    for (const route of routes) {
+      await sanity(name, server, route);
+      await wrkLoad([server.url], route, WARMUP);
+      const run = await measure(name, [server], route, SECONDS);
+      log(`growth ${f0(size)} ${route.name}: ${name} ${f0(run.rps)} req/s, p99 ${f2(run.p99)} ms, other CPU ${f2(run.foreignCores)}`);
+      runs[kind].push(run);
     }
     if (kind === "textwire") peakRssKb = server.peakRssKb();
     await server.stop();
   }
   await database.drop();
-  return { size, startups, emptyStartupMs, routes: out, peakRssKb };
+  return { size, startups, emptyStartupMs, routes: routes.map((r, i) => ({ name: r.name, textwire: runs.textwire[i]!, floor: runs.floor[i]! })), peakRssKb };
 }
 
 interface Report {
@@ -954,76 +1137,96 @@ interface Report {
   postgresVersion?: string;
 }
 
+/** The floor a group's Textwire is compared with, in words. */
+const floorOf = (g: GroupResult) => (g.ownFloor ? `floor on ${DIALECT_NAMES[g.dialect]}` : "floor on SQLite (no PostgreSQL floor)");
+/** Throughput ratio a route must reach against its floor. */
+const targetRatio = (g: GroupResult) => (g.dialect === "sqlite" ? 0.7 : 0.5);
+
 function report({ main, clock, growth, startedAt, load0, postgresVersion }: Report): string {
   const lines: string[] = [];
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const textwires = main.servers.filter((s) => s.kind === "textwire");
-  const onPostgres = textwires.some((s) => s.dialect === "postgres");
+  const version = (cmd: string[]) => Bun.spawnSync(cmd).stdout.toString().trim().split("\n")[0] ?? "?";
   lines.push("# Textwire benchmark", "");
   lines.push(
     `Run ${startedAt.toISOString()} with \`bun run bench\` (test/bench/run.ts): ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ` +
-      `Bun ${Bun.version}, Node ${Bun.spawnSync(["node", "--version"]).stdout.toString().trim()}, ` +
-      `autocannon ${(JSON.parse(readFileSync(join(ROOT, "node_modules/autocannon/package.json"), "utf8")) as { version: string }).version}, ` +
-      `${postgresVersion ? `PostgreSQL ${postgresVersion} on the same machine, ` : ""}Textwire ${gitState()}.`,
+      `Bun ${Bun.version}, ${version(["wrk", "--version"]).replace(/ Copyright.*/, "")}, Node ${version(["node", "--version"])} (paced runs), ` +
+      `${postgresVersion ? `PostgreSQL ${postgresVersion} on the same machine, ` : ""}Textwire ${gitState()}; ` +
+      `load average before the run ${load0.map((l) => l.toFixed(2)).join(" ")}.`,
     "",
-    `Settings: ${CONNECTIONS} connections, ${WARMUP} s warm-up per server and route, then ${SECONDS} s runs, the servers in turn ` +
-      `(${main.servers.map(label).join(", ")}), twice; load average before the run ${load0.map((l) => l.toFixed(2)).join(" ")}. ` +
-      `Textwire runs with \`bun run start\`, PORT=0, RATE_LIMIT_PER_MINUTE=0, WORKFLOWS_DIR=off and LOG_LEVEL=${TW_LOG_LEVEL} ` +
-      "(at the default `info` it writes one JSON log line per request; BENCH_LOG_LEVEL=info measures that)" +
-      (onPostgres ? "; on PostgreSQL with DATABASE_URL naming a database created for the run and the default DATABASE_POOL_SIZE (10)" : "") +
-      ". The floor (test/bench/floor.ts) is the same routes and rules on raw Bun.serve and bun:sqlite prepared statements. " +
-      "Latencies in milliseconds over every response; errors are non-2xx answers plus socket errors and timeouts. " +
-      "Server CPU is the serving process's; database CPU, on PostgreSQL, is that of the database's backends plus the server's " +
-      "WAL writer, background writer and checkpointer (SQLite works inside the server process). The load generator " +
-      "(autocannon on Node) and PostgreSQL share the 2 cores with the server, so absolute numbers are lower than on separate machines; the ratios are what count.",
+  );
+  lines.push("## How measured", "");
+  const pinning = PIN
+    ? "Pinned with `taskset`: the load generator on CPU 0, the server on CPU 1. PostgreSQL is a system service and cannot be pinned: its processes run on either core."
+    : "Not pinned (BENCH_PIN=0, or no `taskset` or fewer than 2 cores): load generator, server and database share the cores.";
+  lines.push(
+    `- Servers: Textwire with \`bun run start\` (PORT=0, RATE_LIMIT_PER_MINUTE=0, WORKFLOWS_DIR=off, LOG_LEVEL=${TW_LOG_LEVEL}` +
+      `${main.servers.some((s) => s.dialect === "postgres" && s.kind === "textwire") ? "; on PostgreSQL a database created for the run, default DATABASE_POOL_SIZE" : ""}); ` +
+      "the floor (test/bench/floor.ts), the same routes and rules written directly on Bun.serve. Each on a database of its own, seeded with 400 messages (history and poll return full pages).",
+    `- Load: wrk \`-t1 -c${CONNECTIONS}\`, scripts in test/bench/wrk/ (each send and webhook with its own phone, each webhook its own network id). ${pinning}`,
+    `- Rounds: a ${WARMUP} s warm-up per server and route, then ${ROUNDS} rounds of ${SECONDS} s runs with the servers in turn (${main.servers.map((s) => s.name).join(", ")}). ` +
+      "Tables give the median over the rounds and, in parentheses, the lowest and highest.",
+    "- A/A: the floor runs as two copies, A and B, in the same turns. Floor B / floor A shows how far two runs of one server differ: a Textwire / floor ratio that differs from a target by less than that is within noise.",
+    "- Latency: wrk's percentiles over every response (1 µs resolution); errors: answers ≥ 400, socket errors and timeouts. Server CPU: the serving process's CPU time per response; database CPU (PostgreSQL): the database's backends plus the WAL writer, background writer and checkpointer; wrk CPU in cores.",
+    "- Fixed rate: half the floor's median peak for the route, sent by test/bench/load.mjs (Node, open loop, an even schedule over the same connections, latency counted from the time each request was due, so a late generator counts against the server). " +
+      `${PIN ? "It is pinned to CPU 0 and" : "It"} spins between requests, so its CPU is about one core at any rate; it kept the rate when every request due was sent and its own lag (due to sent) has a p99 under 1 ms.`,
+    ...(main.noPostgresFloor ? [`- **The floor does not run on PostgreSQL** (${main.noPostgresFloor}): Textwire on PostgreSQL is compared with the floor on SQLite.`] : []),
     "",
   );
 
-  lines.push("## Throughput and latency", "");
+  lines.push(`## Throughput and latency (wrk, ${CONNECTIONS} connections, as fast as answered)`, "");
   const rows: (string | number)[][] = [];
   for (const r of main.results) {
-    const floor = r.subjects.find((s) => s.kind === "floor")!.summary;
-    r.subjects.forEach((s, i) =>
-      rows.push([
-        i === 0 ? `\`${r.route.name}\`` : "",
-        s.kind === "textwire" ? "Textwire" : "floor",
-        DIALECT_NAMES[s.dialect],
-        f0(s.summary.rps),
-        f2(s.summary.p50),
-        f2(s.summary.p99),
-        f0(s.summary.errors),
-        s.kind === "textwire" ? `**${f2(s.summary.rps / floor.rps)}**` : "",
-        f0(s.summary.cpuUsPerRequest),
-        s.dialect === "postgres" ? f0(s.summary.dbCpuUsPerRequest) : "in server",
-        f0(s.bytes),
-      ]),
-    );
+    let first = true;
+    for (const [gi, g] of r.groups.entries()) {
+      const row = (name: string, s: Summary, vs: string) => {
+        rows.push([
+          first ? `\`${r.route.name}\`` : "",
+          name === "Textwire" ? DIALECT_NAMES[g.dialect] : "",
+          name,
+          withRange(s.rps, f0),
+          f2(s.p50.median),
+          withRange(s.p99, f2),
+          f0(s.errors),
+          f0(s.cpuUsPerRequest),
+          g.dialect === "postgres" && (name === "Textwire" || g.ownFloor) ? f0(s.dbCpuUsPerRequest) : "in server",
+          f2(s.loadCores),
+          vs,
+        ]);
+        first = false;
+      };
+      row("Textwire", g.textwire, `**${f3(g.textwire.rps.median / g.floor.rps.median)}**`);
+      // The SQLite floor standing in for PostgreSQL's is shown once, beside Textwire on SQLite.
+      if (gi === 0 || g.ownFloor) {
+        row("floor A", g.floorA, "");
+        row("floor B", g.floorB, `A/A ${f3(g.floorB.rps.median / g.floorA.rps.median)}`);
+      }
+    }
   }
   lines.push(
-    table(["route", "server", "database", "req/s", "p50 ms", "p99 ms", "errors", "req/s vs floor", "server CPU µs/req", "database CPU µs/req", "response bytes"], rows),
+    table(["route", "database", "server", "req/s", "p50 ms", "p99 ms", "errors", "server CPU µs/req", "database CPU µs/req", "wrk CPU", "vs floor"], rows),
     "",
   );
-  if (onPostgres && textwires.some((s) => s.dialect === "sqlite")) {
-    const ratios = main.results.map((r) => {
-      const [sqlite, postgres] = (["sqlite", "postgres"] as const).map((d) => r.subjects.find((s) => s.kind === "textwire" && s.dialect === d)!.summary);
-      return `\`${r.route.name}\` ${f2(postgres!.rps / sqlite!.rps)}× the requests per second, ${f2(postgres!.cpuUsPerRequest / sqlite!.cpuUsPerRequest)}× the server CPU per request`;
-    });
-    lines.push(`One process on PostgreSQL against one on SQLite: ${ratios.join("; ")}.`, "");
+  const aa = main.results.flatMap((r) => r.groups.filter((g) => g.ownFloor).map((g) => g.floorB.rps.median / g.floorA.rps.median));
+  if (aa.length) {
+    const noise = Math.max(...aa.map((x) => Math.abs(x - 1)));
+    lines.push(
+      `A/A: floor B / floor A ranges ${f3(Math.min(...aa))}–${f3(Math.max(...aa))}; differences in "vs floor" up to about ±${f3(noise)} are noise on this machine.`,
+      "",
+    );
   }
 
-  lines.push("Each measured run (server CPU, database CPU, load-generator CPU and CPU used by anything else on the machine, in cores):", "");
+  lines.push("Each measured run (CPU in cores):", "");
   const runRows: (string | number)[][] = [];
   for (const r of main.results) {
     r.runs.forEach((run, i) =>
       runRows.push([
         i === 0 ? `\`${r.route.name}\`` : "",
-        run.kind,
-        DIALECT_NAMES[run.dialect],
+        run.subject,
         f0(run.rps),
         f2(run.p50),
         f2(run.p99),
         f2(run.max),
-        f0(run.non2xx + run.errors),
+        f0(errorsOf(run)),
         f2(run.serverCores),
         f0(run.cpuUsPerRequest),
         run.dialect === "postgres" ? f2(run.databaseCores) : "",
@@ -1033,40 +1236,39 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       ]),
     );
   }
-  lines.push(
-    table(["route", "server", "database", "req/s", "p50", "p99", "max", "errors", "server CPU", "CPU µs/req", "database CPU", "load CPU", "other CPU", "attempts"], runRows),
-    "",
-  );
+  lines.push(table(["route", "server", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "server CPU", "server µs/req", "database CPU", "wrk CPU", "other CPU", "attempts"], runRows), "");
 
-  lines.push(
-    `Latency when not saturated: ${f0(RATE)} requests per second sent on an even schedule over ${CONNECTIONS} keep-alive ` +
-      "connections (open loop, raw sockets in test/bench/load.mjs, since autocannon's own rate limit sends each second's quota " +
-      "in one burst), latency counted from the write of each request; one run per server:",
-    "",
-  );
+  lines.push("## Latency at a fixed rate (half the floor's peak)", "");
   const pacedRows: (string | number)[][] = [];
   for (const r of main.results) {
-    r.subjects.forEach((s, i) =>
-      pacedRows.push([
-        i === 0 ? `\`${r.route.name}\`` : "",
-        s.kind === "textwire" ? "Textwire" : "floor",
-        DIALECT_NAMES[s.dialect],
-        f0(s.fixedRate.rps),
-        f2(s.fixedRate.p50),
-        f2(s.fixedRate.p99),
-        f2(s.fixedRate.max),
-        f0(s.fixedRate.non2xx + s.fixedRate.errors),
-      ]),
-    );
+    r.groups.forEach((g, gi) => {
+      for (const [name, run] of [["Textwire", g.pacedTextwire], [floorOf(g), g.pacedFloor]] as const) {
+        pacedRows.push([
+          gi === 0 && name === "Textwire" ? `\`${r.route.name}\`` : "",
+          name === "Textwire" ? DIALECT_NAMES[g.dialect] : "",
+          name,
+          f0(run.rate!),
+          f0(run.rps),
+          f2(run.p50),
+          f2(run.p99),
+          f2(run.max),
+          f0(errorsOf(run)),
+          f2(run.loadCores),
+          f2(run.lagP99!),
+          run.keptRate ? "yes" : "**no**",
+          f2(run.foreignCores),
+        ]);
+      }
+    });
   }
-  lines.push(table(["route", "server", "database", "req/s", "p50 ms", "p99 ms", "max ms", "errors"], pacedRows), "");
+  lines.push(table(["route", "database", "server", "offered req/s", "answered req/s", "p50 ms", "p99 ms", "max ms", "errors", "generator CPU", "generator lag p99 ms", "rate kept", "other CPU"], pacedRows), "");
 
   if (clock.length) {
     lines.push(`## The clock: sends with ${CLOCK_PROCESSES.join(", ")} API processes on one database`, "");
     lines.push(
-      `\`POST /api/send\` as fast as answered, without and with an Idempotency-Key (a fresh one a request), spread by one load ` +
-        `generator over ${CLOCK_PROCESSES.join(", ")} processes started with \`bun run start api\` on one database (connections rounded ` +
-        `up to a multiple of the processes); a warm-up, then one ${SECONDS} s run each. On PostgreSQL, pg_stat_activity is sampled ` +
+      `\`POST /api/send\` as fast as answered, without and with an Idempotency-Key (a fresh one a request), by one wrk with a thread ` +
+        `per process over ${CLOCK_PROCESSES.join(", ")} processes started with \`bun run start api\` on one database (connections rounded ` +
+        `up to a multiple of the processes${PIN ? "; all processes on CPU 1" : ""}); a warm-up, then one ${SECONDS} s run each. On PostgreSQL, pg_stat_activity is sampled ` +
         "every 20 ms: the mean number of the database's connections busy, waiting for a row lock, and writing or flushing WAL " +
         "(committing). CPU in cores, all processes together.",
       "",
@@ -1084,7 +1286,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
           `${f2(run.rps / runs[0]!.rps)}×`,
           f2(run.p50),
           f2(run.p99),
-          f0(run.non2xx + run.errors),
+          f0(errorsOf(run)),
           f2(run.serverCores),
           run.dialect === "postgres" ? f2(run.databaseCores) : "in server",
           f2(run.loadCores),
@@ -1097,7 +1299,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
     }
     lines.push(
       table(
-        ["database", "send", "API processes", "connections", "sends/s", "per process", "vs 1 process", "p50 ms", "p99 ms", "errors", "server CPU", "database CPU", "load CPU", "other CPU", "busy connections", "waiting for a row lock", "writing WAL"],
+        ["database", "send", "API processes", "connections", "sends/s", "per process", "vs 1 process", "p50 ms", "p99 ms", "errors", "server CPU", "database CPU", "wrk CPU", "other CPU", "busy connections", "waiting for a row lock", "writing WAL"],
         clockRows,
       ),
       "",
@@ -1106,12 +1308,9 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       "Why: every insert moves the one clock row (`message_clock`) in its statement (src/db/postgres/messages.ts), and " +
         "the row stays locked until that transaction commits, WAL flush included, so inserting transactions on all " +
         "processes take turns. Within a process, plain sends that arrive while an insert is being written go together in " +
-        "the next statement (one clock move, one commit): the turns are taken by batches. With an Idempotency-Key the " +
-        "message is stored in a unit of work with its key, one message a transaction, and the row is held across the " +
-        "round trips that attach the key and COMMIT as well. More processes add capacity for HTTP, JSON and checks, not " +
-        "for inserts: once the row is always taken, sends per second stay at 1 / (time one transaction holds it), however " +
-        "many processes send. On SQLite the processes take turns for the file's write lock (busy_timeout) the same way, " +
-        "on one machine.",
+        "the next statement (one clock move, one commit). With an Idempotency-Key the message is stored in a unit of work " +
+        "with its key, one message a transaction, and the row is held across the round trips that attach the key and COMMIT " +
+        "as well. On SQLite the processes take turns for the file's write lock (busy_timeout) the same way.",
       "",
     );
     for (const { route, runs } of clock) {
@@ -1121,10 +1320,10 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       lines.push(
         `${route === SEND_ROUTE ? "Plain sends" : "Sends with an Idempotency-Key"}, ${last.processes} processes: ` +
           `${f2(last.waits.lock)} of ${f2(last.waits.active)} busy connections waited for a row lock on average, ` +
-          `${f2(cpu)} of ${cpus().length} cores busy (servers, PostgreSQL, load generator and others): ` +
+          `${f2(cpu)} of ${cpus().length} cores busy: ` +
           (last.waits.lock >= 1
             ? `the clock row limits them (${f0(last.rps)}/s, ${f0(1e6 / last.rps)} µs a send).`
-            : cpu >= cpus().length - 0.3
+            : cpu >= cpus().length - 0.3 || (PIN && last.serverCores >= 0.9)
               ? "CPU limits them, not the clock."
               : "the clock row is seldom waited for."),
         "",
@@ -1137,7 +1336,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
     table(
       ["server", "peak RSS (VmHWM)", "highest sampled RSS during load", "start-up (spawn to `listening on`)"],
       [
-        ...main.servers.map((s) => [label(s), `${mb(s.peakRssKb)} MB`, `${mb(s.sampledRssKb)} MB`, `${f0(s.startupMs)} ms`]),
+        ...main.servers.map((s) => [s.name, `${mb(s.peakRssKb)} MB`, `${mb(s.sampledRssKb)} MB`, `${f0(s.startupMs)} ms`]),
         ...growth.map((g) => [`Textwire on SQLite, ${f0(g.size)} messages (history and poll)`, `${mb(g.peakRssKb)} MB`, "", ""]),
       ],
     ),
@@ -1150,28 +1349,34 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       "Messages written directly into a database Textwire created: 10,000 contacts chosen uniformly, about half " +
         "inbound, timestamps 1 s apart, plus 5 contacts with exactly 200 messages each spread over the whole time. " +
         "History: those 5 contacts in turn, 50 of 200 messages a page. Poll: `since` = the middle of the time range, " +
-        "100 messages a page, has_more true. One run each, after a warm-up; the floor on the same file.",
+        "100 messages a page, has_more true. One wrk run each after a warm-up; the floor on the same file.",
       "",
     );
+    const small = growth[0]!;
     const growthRows: (string | number)[][] = [];
-    for (const [i, route] of growth[0]!.routes.entries()) {
+    for (const [i, route] of small.routes.entries()) {
       for (const g of growth) {
         const r = g.routes[i]!;
+        const ratio = r.textwire.p99 / small.routes[i]!.textwire.p99;
         growthRows.push([
           `\`${route.name}\``,
           f0(g.size),
           f0(r.textwire.rps),
           f2(r.textwire.p50),
           f2(r.textwire.p99),
+          g === small ? "" : `${f2(ratio)}× (target ≤ 1.5: ${verdict(ratio <= 1.5)})`,
           f0(r.textwire.cpuUsPerRequest),
-          f0(r.textwire.errors),
+          f0(errorsOf(r.textwire)),
           f0(r.floor.rps),
           f2(r.floor.p99),
-          r.runs.map((run) => f2(run.foreignCores)).join(" / "),
+          `${f2(r.textwire.foreignCores)} / ${f2(r.floor.foreignCores)}`,
         ]);
       }
     }
-    lines.push(table(["route", "messages", "Textwire req/s", "p50 ms", "p99 ms", "CPU µs/req", "errors", "floor req/s", "floor p99 ms", "other CPU (Textwire / floor run)"], growthRows), "");
+    lines.push(
+      table(["route", "messages", "Textwire req/s", "p50 ms", "p99 ms", `p99 vs ${f0(small.size)}`, "server µs/req", "errors", "floor req/s", "floor p99 ms", "other CPU (Textwire / floor run)"], growthRows),
+      "",
+    );
     lines.push(
       table(
         ["messages", "Textwire start-up (spawn to `listening on`), median of 3", "each", "empty database"],
@@ -1183,23 +1388,27 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
 
   lines.push("## Targets", "");
   const targets: (string | number)[][] = [];
-  const each = (fn: (r: RouteResult, s: SubjectResult, floor: Summary) => void) => {
-    for (const r of main.results) {
-      const floor = r.subjects.find((s) => s.kind === "floor")!.summary;
-      for (const s of r.subjects) if (s.kind === "textwire") fn(r, s, floor);
+  for (const r of main.results) {
+    for (const g of r.groups) {
+      const ratio = g.textwire.rps.median / g.floor.rps.median;
+      const t = targetRatio(g);
+      targets.push([
+        `\`${r.route.name}\` on ${DIALECT_NAMES[g.dialect]}: throughput ≥ ${t} × ${floorOf(g)}, no errors`,
+        `${f3(ratio)} × floor, ${f0(g.textwire.errors)} errors`,
+        verdict(ratio >= t && g.textwire.errors === 0),
+      ]);
     }
-  };
-  each((r, s, floor) => {
-    const ratio = s.summary.rps / floor.rps;
-    targets.push([`\`${r.route.name}\` on ${DIALECT_NAMES[s.dialect]}: throughput ≥ 0.6 × floor`, ratio.toFixed(3), verdict(ratio >= 0.6)]);
-  });
-  each((r, s, floor) => {
-    targets.push([
-      `\`${r.route.name}\` on ${DIALECT_NAMES[s.dialect]}: p99 ≤ 5 ms at ${CONNECTIONS} connections`,
-      `${f2(s.summary.p99)} ms flat out (floor ${f2(floor.p99)} ms); ${f2(s.fixedRate.p99)} ms at ${f0(RATE)} req/s`,
-      verdict(s.summary.p99 <= 5) + (s.fixedRate.p99 <= 5 ? ` (met at ${f0(RATE)} req/s)` : ` (also missed at ${f0(RATE)} req/s)`),
-    ]);
-  });
+  }
+  for (const r of main.results) {
+    for (const g of r.groups) {
+      const run = g.pacedTextwire;
+      targets.push([
+        `\`${r.route.name}\` on ${DIALECT_NAMES[g.dialect]}: p99 ≤ 5 ms at half the ${floorOf(g)}'s peak`,
+        `${f2(run.p99)} ms at ${f0(run.rate!)} req/s (floor ${f2(g.pacedFloor.p99)} ms)${run.keptRate ? "" : "; the generator did not keep the rate"}`,
+        verdict(run.p99 <= 5 && errorsOf(run) === 0),
+      ]);
+    }
+  }
   if (growth.length >= 2) {
     const small = growth[0]!;
     const big = growth[growth.length - 1]!;
@@ -1216,17 +1425,10 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
   }
   for (const s of textwires) {
     const rssMb = Math.max(s.peakRssKb, s.sampledRssKb) / 1024;
-    targets.push([`${label(s)}: peak RSS ≤ 150 MB`, `${rssMb.toFixed(1)} MB`, verdict(rssMb <= 150)]);
+    targets.push([`${s.name}: peak RSS under load ≤ 150 MB`, `${rssMb.toFixed(1)} MB`, verdict(rssMb <= 150)]);
   }
   lines.push(table(["target", "measured", "verdict"], targets), "");
-  lines.push(
-    `Reading the p99 target: with ${CONNECTIONS} connections each sending its next request as soon as the last is answered, ` +
-      `the mean latency is ${CONNECTIONS} / throughput (Little's law), so at saturation p99 ≤ 5 ms needs well over ` +
-      `${f0((CONNECTIONS / 5) * 1000)} req/s; the floor does not reach it on this machine either. The paced runs at ${f0(RATE)} req/s ` +
-      "show the latency below saturation.",
-    "",
-  );
-  const allRuns = [...main.results.flatMap((r) => r.runs), ...clock.flatMap((c) => c.runs), ...growth.flatMap((g) => g.routes.flatMap((r) => r.runs))];
+  const allRuns = [...new Set([...main.results.flatMap((r) => [...r.runs, ...r.groups.flatMap((g) => [g.pacedTextwire, g.pacedFloor])]), ...clock.flatMap((c) => c.runs), ...growth.flatMap((g) => g.routes.flatMap((r) => [r.textwire, r.floor]))])];
   const disturbed = allRuns.filter((r) => r.foreignCores > DISTURBED).length;
   if (disturbed) {
     lines.push(
@@ -1238,16 +1440,34 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
   return lines.join("\n");
 }
 
+/** wrk is a system package: installed here when missing and we are root, else the run stops saying how. */
+function ensureWrk(): void {
+  if (Bun.which("wrk")) return;
+  if (process.getuid?.() === 0 && Bun.which("apt-get")) {
+    log("wrk is missing: apt-get install -y wrk");
+    let r = Bun.spawnSync(["apt-get", "install", "-y", "wrk"], { stdout: "inherit", stderr: "inherit" });
+    if (r.exitCode !== 0) {
+      Bun.spawnSync(["apt-get", "update"], { stdout: "inherit", stderr: "inherit" });
+      r = Bun.spawnSync(["apt-get", "install", "-y", "wrk"], { stdout: "inherit", stderr: "inherit" });
+    }
+    if (r.exitCode === 0 && Bun.which("wrk")) return;
+  }
+  process.stderr.write("bun run bench needs wrk: install it with `sudo apt-get install -y wrk` (Debian/Ubuntu), then run again\n");
+  process.exit(1);
+}
+
 async function main() {
   const startedAt = new Date();
   const load0 = loadavg();
   const t0 = performance.now();
+  ensureWrk();
   const { dialects, adminUrl } = await benchDatabases(log);
   postgresAdminUrl = adminUrl;
   if (adminUrl) watch = await PostgresWatch.open(adminUrl);
   const growthOn = GROWTH && dialects.includes("sqlite");
   log(
-    `temporary files in ${tmp}; Textwire on ${dialects.map((d) => DIALECT_NAMES[d]).join(" and ")}; ${SECONDS} s runs, ` +
+    `temporary files in ${tmp}; Textwire on ${dialects.map((d) => DIALECT_NAMES[d]).join(" and ")}; ${ROUNDS} rounds of ${SECONDS} s runs, ` +
+      `${PIN ? "load generator on CPU 0, servers on CPU 1" : "not pinned"}, ` +
       `clock ${CLOCK ? "on" : "off"}, growth ${growthOn ? GROWTH_SIZES.join(", ") : "off"}`,
   );
   const mainResult = await mainComparison(dialects);
