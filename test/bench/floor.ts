@@ -1,28 +1,89 @@
 /**
  * The floor: the smallest honest implementation of Textwire's four hot routes, written
- * only to be measured against (`bun run bench`). Raw Bun.serve and bun:sqlite prepared
- * statements, no framework; the same rules as the real server:
+ * only to be measured against (`bun run bench`). Raw Bun.serve, no framework, and per
+ * request the same database work as Textwire (src/messages/service.ts on the repositories
+ * src/db/sqlite/messages.ts and src/db/postgres/messages.ts) and no more:
  *
- *   POST /api/send            E.164 phone + message text rules; stored `queued` under
- *                             BEGIN IMMEDIATE (timestamp in µs: max(timestamp)+1 vs now), then the
- *                             loopback network "delivers" it (status update)
- *   POST /webhooks/loopback   the same, inbound `received`, deduplicated by network `id`
- *   GET  /api/messages/:phone newest first, total, limit 1.. (clamped to 100), offset >= 0
- *   GET  /api/messages/poll   inbound, oldest first, since (exclusive), phone, limit, has_more
+ *   POST /api/send            insert `queued` (timestamp by the clock rule), the loopback
+ *                             network "delivers" it (a status update), the row read back
+ *   POST /webhooks/loopback   insert `received`, deduplicated by the network's `id`
+ *   GET  /api/messages/:phone one page, newest first, and the total from `contacts`
+ *   GET  /api/messages/poll   inbound after `since` (exclusive), oldest first, limit + 1 rows
  *
- * Same auth (SHA-256 of the bearer key, timingSafeEqual against API_KEYS, else a prepared
- * lookup by hash in api_keys; failed attempts limited per address), same SQLite settings
- * (WAL, synchronous=NORMAL, busy_timeout), same schema (the migrations in drizzle/sqlite/*.sql),
- * same JSON shapes and error envelope. Not a product: no tRPC, OpenAPI, idempotency keys,
- * rate limits per key or workflows.
+ * The store (the SQL) is chosen by DATABASE_URL:
  *
- *   PORT=0 DATABASE_URL=/tmp/floor.db API_KEYS=... bun test/bench/floor.ts
+ * - a file or `:memory:`: test/bench/floor-sqlite.ts, bun:sqlite prepared statements read
+ *   with `.values()`, the same pragmas (WAL, synchronous=NORMAL, busy_timeout) and SQL as
+ *   src/db/sqlite/messages.ts: an insert under BEGIN IMMEDIATE with max(timestamp) + 1 vs
+ *   the wall clock, the history page and total in one read transaction.
+ * - postgres:// or postgresql://: test/bench/floor-postgres.ts, raw `pg` (a Pool of
+ *   DATABASE_POOL_SIZE, default 10, named prepared statements read as arrays) with the SQL
+ *   of src/db/postgres/messages.ts: inserts batched while one is being written, each batch
+ *   one statement that moves `message_clock`; the history page and total in one statement.
+ *
+ * Each store applies the migrations of drizzle/<dialect> (split on drizzle's breakpoints)
+ * and records them as drizzle's migrator does, so a database Textwire migrated is left as
+ * it is and Textwire can start on one the floor migrated; on PostgreSQL under Textwire's
+ * advisory lock (src/db/postgres/open.ts).
+ *
+ * The same rules as Textwire (src/messages/schemas.ts, phone.ts, text.ts, time.ts,
+ * src/api/http.ts, auth.ts): auth by SHA-256 of the bearer key (timingSafeEqual against
+ * API_KEYS, else a lookup by hash in api_keys), failed attempts limited to 20 a minute per
+ * address (a valid key is never refused by it), body at most 1 MiB of strict UTF-8,
+ * `application/json` only, E.164 phones (shape, then libphonenumber's possible-number check
+ * behind a bounded cache, as phone.ts), message text rules, limit/offset/since rules; the
+ * same JSON answers and error envelope (with `issues`). Not a product: no tRPC, OpenAPI,
+ * idempotency keys, rate limits per key, other networks or workflows.
+ *
+ *   PORT=0 DATABASE_URL=/tmp/floor.db API_KEYS=k1,k2 bun test/bench/floor.ts
  */
-import { Database } from "bun:sqlite";
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { isPossiblePhoneNumber } from "libphonenumber-js";
+
+// ---- the store port (implemented by floor-sqlite.ts and floor-postgres.ts) --------------
+
+/** A message as its record needs it: id, phone, body, direction, status, timestamp (µs), error. */
+export type RecordValues = [id: string, phone: string, body: string, direction: string, status: string, timestamp: number, error: string | null];
+
+/** What a store answers: at once (bun:sqlite) or later (pg). */
+export type Maybe<T> = T | Promise<T>;
+
+export interface FloorStore {
+  /** Whether an active (not revoked) key with this SHA-256 hash (hex) is stored. */
+  keyExists(hash: string): Maybe<boolean>;
+  /** Stores a message with the next timestamp; a network id already stored returns that message's id and timestamp. */
+  insert(id: string, phone: string, body: string, direction: "outbound" | "inbound", status: string, networkId: string | null): Maybe<{ id: string; timestamp: number }>;
+  /** queued or sent → delivered, with the network's id (Textwire's setStatus). */
+  markDelivered(id: string, networkId: string): Maybe<unknown>;
+  /** The message by id (read back after a send, as sendMessage does). */
+  get(id: string): Maybe<RecordValues | undefined>;
+  /** A page, newest first, and the contact's total. */
+  history(phone: string, limit: number, offset: number): Maybe<{ rows: RecordValues[]; total: number }>;
+  /** Inbound after `since` (µs, exclusive), oldest first, at most `limit` rows. */
+  inboundAfter(since: number, limit: number, phone: string | null): Maybe<RecordValues[]>;
+  close(): Maybe<void>;
+}
+
+/** One migration file as drizzle's migrator reads it (drizzle-orm/migrator.js). */
+export interface Migration {
+  statements: string[];
+  /** The journal's `when`: drizzle records it as created_at. */
+  when: number;
+  /** sha256 of the file, hex. */
+  hash: string;
+}
+
+function readMigrations(folder: string): Migration[] {
+  const journal = JSON.parse(readFileSync(join(folder, "meta/_journal.json"), "utf8")) as { entries: { tag: string; when: number }[] };
+  return journal.entries.map(({ tag, when }) => {
+    const sql = readFileSync(join(folder, `${tag}.sql`), "utf8");
+    return { statements: sql.split("--> statement-breakpoint").filter((s) => s.trim()), when, hash: createHash("sha256").update(sql).digest("hex") };
+  });
+}
+
+// ---- configuration --------------------------------------------------------------------
 
 const PORT = Number(process.env.PORT ?? 3000);
 const DATABASE_URL = process.env.DATABASE_URL ?? "./data/floor.db";
@@ -30,95 +91,19 @@ const API_KEYS = (process.env.API_KEYS ?? "").split(",").map((k) => k.trim()).fi
 const MAX_MESSAGE_LENGTH = Number(process.env.MAX_MESSAGE_LENGTH ?? 10000);
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_PAGE = 100;
-const MIGRATIONS = resolve(import.meta.dir, "../../drizzle/sqlite");
+const onPostgres = /^postgres(ql)?:\/\//i.test(DATABASE_URL);
+const migrations = readMigrations(resolve(import.meta.dir, "../../drizzle", onPostgres ? "postgres" : "sqlite"));
 
-// ---- database -------------------------------------------------------------------------
-
-const db = new Database(DATABASE_URL, { create: true, strict: true });
-db.run("PRAGMA journal_mode = WAL");
-db.run("PRAGMA synchronous = NORMAL");
-db.run("PRAGMA busy_timeout = 5000");
-db.run("PRAGMA foreign_keys = ON");
-
-/** The same migrations, split on drizzle's breakpoints; applied once (counted in user_version). */
-function migrate() {
-  const files = readdirSync(MIGRATIONS).filter((f) => f.endsWith(".sql")).sort();
-  let applied = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
-  // A file Textwire (drizzle) migrated already: drizzle counts its own migrations.
-  const drizzleTable = db.query("SELECT 1 FROM sqlite_master WHERE name = '__drizzle_migrations'").get();
-  if (applied === 0 && drizzleTable) applied = (db.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number }).n;
-  files.slice(applied).forEach((file, i) => {
-    const statements = readFileSync(join(MIGRATIONS, file), "utf8").split("--> statement-breakpoint");
-    db.transaction(() => {
-      for (const s of statements) if (s.trim()) db.run(s);
-      db.run(`PRAGMA user_version = ${applied + i + 1}`);
-    }).immediate();
-  });
-}
-migrate();
-
-interface Row {
-  id: string;
-  phone: string;
-  body: string;
-  direction: "inbound" | "outbound";
-  status: string;
-  timestamp: number;
-  network: string;
-  network_id: string | null;
-  error: string | null;
-  updated_at: number;
-}
-
-const keyByHash = db.query<{ id: string }, { hash: string }>("SELECT id FROM api_keys WHERE hash = $hash AND revoked_at IS NULL");
-const lastTimestamp = db.query<{ ts: number | null }, []>("SELECT max(timestamp) AS ts FROM messages");
-const insertRow = db.query(
-  `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at)
-   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $network_id, NULL, $timestamp)`,
-);
-const byNetworkId = db.query<Row, { network: string; direction: string; network_id: string }>(
-  "SELECT * FROM messages WHERE network = $network AND direction = $direction AND network_id = $network_id",
-);
-const markDelivered = db.query(
-  "UPDATE messages SET status = 'delivered', network_id = $network_id, updated_at = $now WHERE id = $id AND status IN ('queued', 'sent')",
-);
-const historyPage = db.query<Row, { phone: string; limit: number; offset: number }>(
-  "SELECT * FROM messages WHERE phone = $phone ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset",
-);
-const historyTotal = db.query<{ n: number }, { phone: string }>("SELECT count(*) AS n FROM messages WHERE phone = $phone");
-const inboundAfter = db.query<Row, { since: number; limit: number }>(
-  "SELECT * FROM messages WHERE direction = 'inbound' AND timestamp > $since ORDER BY timestamp LIMIT $limit",
-);
-const inboundFromAfter = db.query<Row, { phone: string; since: number; limit: number }>(
-  "SELECT * FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp LIMIT $limit",
-);
-
-/** Microseconds since the epoch, the unit of Textwire's message times. */
-const nowUs = () => Math.floor((performance.timeOrigin + performance.now()) * 1000);
-/** ISO 8601 with 6 fractional digits, as Textwire writes a time. */
-function isoUs(us: number): string {
-  const ms = Math.floor(us / 1000);
-  return new Date(ms).toISOString().replace(/Z$/, `${String(us - ms * 1000).padStart(3, "0")}Z`);
-}
-
-/** Stores a message under the write lock with the next timestamp (one clock for all). */
-const store = db.transaction((m: { phone: string; body: string; direction: "inbound" | "outbound"; status: string; networkId: string | null }) => {
-  if (m.networkId !== null) {
-    const existing = byNetworkId.get({ network: "loopback", direction: m.direction, network_id: m.networkId });
-    if (existing) return { id: existing.id, timestamp: existing.timestamp };
-  }
-  const timestamp = Math.max(nowUs(), (lastTimestamp.get()?.ts ?? 0) + 1);
-  const id = Bun.randomUUIDv7();
-  insertRow.run({ id, phone: m.phone, body: m.body, direction: m.direction, status: m.status, timestamp, network: "loopback", network_id: m.networkId });
-  return { id, timestamp };
-});
-
-const readHistory = db.transaction((phone: string, limit: number, offset: number) => ({
-  rows: historyPage.all({ phone, limit, offset }),
-  total: historyTotal.get({ phone })?.n ?? 0,
-}));
+const store: FloorStore = onPostgres
+  ? await (await import("./floor-postgres")).openPostgresStore(DATABASE_URL, Number(process.env.DATABASE_POOL_SIZE ?? 10), migrations)
+  : (await import("./floor-sqlite")).openSqliteStore(DATABASE_URL, migrations);
 
 // ---- rules ----------------------------------------------------------------------------
+
+interface Issue {
+  path: string;
+  message: string;
+}
 
 class Fail extends Error {
   constructor(
@@ -126,179 +111,284 @@ class Fail extends Error {
     readonly code: string,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly issues?: Issue[],
   ) {
     super(message);
   }
 }
-const bad = (message: string) => new Fail(400, "BAD_REQUEST", message);
 
-const E164 = /^\+[1-9]\d{6,14}$/;
-const isE164 = (v: unknown): v is string => typeof v === "string" && E164.test(v) && isPossiblePhoneNumber(v);
-const FORBIDDEN_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
-
-function checkPhone(v: unknown, field = "phone"): string {
-  if (v === undefined) throw bad(`${field}: is required`);
-  if (typeof v !== "string") throw bad(`${field}: must be a string`);
-  if (!isE164(v)) throw bad(`${field}: must be E.164, e.g. +14155550123`);
-  return v;
+/** One 400 naming every invalid field, as Textwire's validation answers (src/errors.ts issuesMessage). */
+function invalid(issues: Issue[]): Fail {
+  return new Fail(400, "BAD_REQUEST", issues.map((i) => `${i.path}: ${i.message}`).join("; "), {}, issues);
 }
 
-function checkText(v: unknown): string {
-  if (v === undefined) throw bad("message: is required");
-  if (typeof v !== "string") throw bad("message: must be a string");
-  if (v.length === 0) throw bad("message: must not be empty");
-  if (!v.isWellFormed()) throw bad("message: must be valid Unicode text (no lone surrogates)");
-  if (FORBIDDEN_CONTROL.test(v)) throw bad("message: must not contain control characters other than tab, LF and CR");
-  if (v.trim().length === 0) throw bad("message: must not be only whitespace");
+const E164_SHAPE = /^\+[1-9]\d{6,14}$/;
+const E164_HINT = "must be E.164, e.g. +14155550123";
+/** libphonenumber's answers, bounded, as src/messages/phone.ts keeps them. */
+const possible = new Map<string, boolean>();
+function isE164(value: string): boolean {
+  if (!E164_SHAPE.test(value)) return false;
+  let ok = possible.get(value);
+  if (ok === undefined) {
+    ok = isPossiblePhoneNumber(value);
+    if (possible.size >= 10_000) possible.clear();
+    possible.set(value, ok);
+  }
+  return ok;
+}
+
+/** Why `v` is not a phone, or null. */
+function phoneProblem(v: unknown): string | null {
+  if (v === undefined) return "is required";
+  if (typeof v !== "string") return "must be a string";
+  return isE164(v) ? null : E164_HINT;
+}
+
+const FORBIDDEN_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+/** Why `v` cannot be a message text, or null (src/messages/text.ts). */
+function textProblem(v: unknown): string | null {
+  if (v === undefined) return "is required";
+  if (typeof v !== "string") return "must be a string";
+  if (v.length === 0) return "must not be empty";
+  if (!v.isWellFormed()) return "must be valid Unicode text (no lone surrogates)";
+  if (FORBIDDEN_CONTROL.test(v)) return "must not contain control characters other than tab, LF and CR";
+  if (v.trim().length === 0) return "must not be only whitespace";
+  // Code points never outnumber UTF-16 units: count them only when the units are too many.
   if (v.length > MAX_MESSAGE_LENGTH) {
     let n = 0;
     for (const _ of v) n++;
-    if (n > MAX_MESSAGE_LENGTH) throw bad(`message: must be at most ${MAX_MESSAGE_LENGTH} characters (got ${n})`);
+    if (n > MAX_MESSAGE_LENGTH) return `must be at most ${MAX_MESSAGE_LENGTH} characters (got ${n})`;
   }
-  return v;
+  return null;
 }
 
-function wholeNumber(raw: string | null, field: string, min: number, fallback: number): number {
+const WHOLE = /^\s*-?\d+\s*$/;
+/** A whole number from a query string (src/messages/schemas.ts wholeNumber): the value, or why not. */
+function wholeNumber(raw: string | null, min: number, fallback: number, field: string, issues: Issue[]): number {
   if (raw === null) return fallback;
-  if (!/^\s*-?\d+\s*$/.test(raw)) throw bad(`${field}: must be a whole number`);
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n)) throw bad(`${field}: must be a whole number`);
-  if (n < min) throw bad(`${field}: must be at least ${min}`);
+  const n = WHOLE.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n)) issues.push({ path: field, message: "must be a whole number" });
+  else if (n < min) issues.push({ path: field, message: `must be at least ${min}` });
   return n;
 }
 
-const ISO = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
-function parseSince(raw: string): number {
-  const m = ISO.exec(raw.trim());
-  if (!m) throw bad("since: must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.000Z");
-  let v = raw.trim().replace(",", ".");
-  const fraction = /\.(\d+)/.exec(v)?.[1] ?? "";
-  v = v.replace(/\.\d+/, "");
-  if (!v.includes("T")) v += "T00:00:00Z";
-  else if (!m[1]) v += "Z";
-  const ms = Date.parse(v.replace(/([+-]\d{2})(\d{2})$/, "$1:$2").replace(/([+-]\d{2})$/, "$1:00"));
-  if (!Number.isFinite(ms)) throw bad("since: must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.000Z");
-  return ms * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
+const ISO_INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([zZ])|([+\- ])(\d{2})(?::?(\d{2}))?)?)?$/;
+/** Microseconds of an ISO 8601 date or date-time, or null (src/messages/time.ts parseIsoInstant). */
+function parseIsoInstant(value: string): number | null {
+  const m = ISO_INSTANT.exec(value.trim());
+  if (!m) return null;
+  const [, y, mo, d, h = "0", mi = "0", sec = "0", fraction = "", , sign, oh = "0", om = "0"] = m;
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, sec].map(Number) as [number, number, number, number, number, number];
+  if (hour > 23 || minute > 59 || second > 59 || Number(oh) > 23 || Number(om) > 59) return null;
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
+  const check = new Date(ms);
+  if (!Number.isFinite(ms) || check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return null;
+  const offsetMinutes = sign ? (sign === "-" ? -1 : 1) * (Number(oh) * 60 + Number(om)) : 0;
+  return (ms - offsetMinutes * 60_000) * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
 }
+
+// ---- auth -----------------------------------------------------------------------------
 
 const envHashes = API_KEYS.map((k) => createHash("sha256").update(k).digest());
 const BEARER = /^bearer +(\S+) *$/i;
-/** Failed authentications per address: 20 a minute. */
-const failures = new Map<string, { n: number; since: number }>();
 
-function authenticate(req: Request, ip: string) {
-  const f = failures.get(ip);
-  if (f && Date.now() - f.since > 60_000) failures.delete(ip);
-  else if (f && f.n >= 20) throw new Fail(429, "TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", { "Retry-After": "60" });
+/** Failed authentications per address: a bucket of 20, refilled at 20 a minute (src/api/rate-limit.ts). */
+const failures = new Map<string, { tokens: number; at: number }>();
+const FAIL_BURST = 20;
+const FAIL_PER_MS = 20 / 60_000;
+
+function failedAttempt(ip: string): number | null {
+  const t = Date.now();
+  let b = failures.get(ip);
+  if (!b) {
+    if (failures.size >= 10_000) failures.clear();
+    failures.set(ip, (b = { tokens: FAIL_BURST, at: t }));
+  } else {
+    b.tokens = Math.min(FAIL_BURST, b.tokens + (t - b.at) * FAIL_PER_MS);
+    b.at = t;
+  }
+  if (b.tokens < 1) return Math.max(1, Math.ceil((1 - b.tokens) / FAIL_PER_MS / 1000));
+  b.tokens -= 1;
+  return null;
+}
+
+/** The key first; only a failure counts against the address, and only failures are refused by that count. */
+async function authenticate(req: Request, ip: string): Promise<void> {
   const key = BEARER.exec(req.headers.get("authorization") ?? "")?.[1];
   if (key) {
     const hash = createHash("sha256").update(key).digest();
     let match = false;
     for (const h of envHashes) if (timingSafeEqual(h, hash)) match = true;
-    if (match || keyByHash.get({ hash: hash.toString("hex") })) return;
+    if (match || (await store.keyExists(hash.toString("hex")))) return;
   }
-  const entry = failures.get(ip) ?? { n: 0, since: Date.now() };
-  entry.n++;
-  failures.set(ip, entry);
+  const retryAfter = failedAttempt(ip);
+  if (retryAfter !== null) {
+    throw new Fail(429, "TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", { "Retry-After": String(retryAfter) });
+  }
   throw new Fail(401, "UNAUTHORIZED", key ? "authorization: invalid API key" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'", {
     "WWW-Authenticate": "Bearer",
   });
 }
 
+// ---- bodies and answers ---------------------------------------------------------------
+
+const JSON_MEDIA_TYPE = /^application\/json[ \t]*(?:;|$)/i;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 async function jsonBody(req: Request): Promise<Record<string, unknown>> {
-  const type = req.headers.get("content-type")?.toLowerCase() ?? "";
-  if (!type.startsWith("application/json")) throw new Fail(415, "UNSUPPORTED_MEDIA_TYPE", "content-type: must be application/json");
-  if (Number(req.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) throw new Fail(413, "PAYLOAD_TOO_LARGE", "body: too large");
+  const type = req.headers.get("content-type") ?? "";
+  if (!JSON_MEDIA_TYPE.test(type)) {
+    const got = type ? ` (got ${type.split(";")[0]!.trim().slice(0, 100)})` : "";
+    throw new Fail(415, "UNSUPPORTED_MEDIA_TYPE", `content-type: must be application/json${got}`);
+  }
+  const tooLarge = () => new Fail(413, "PAYLOAD_TOO_LARGE", `body: larger than ${MAX_BODY_BYTES} bytes`);
+  if (Number(req.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) throw tooLarge();
   const bytes = await req.bytes();
-  if (bytes.length > MAX_BODY_BYTES) throw new Fail(413, "PAYLOAD_TOO_LARGE", "body: too large");
+  if (bytes.length > MAX_BODY_BYTES) throw tooLarge();
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw invalid([{ path: "body", message: "not valid UTF-8" }]);
+  }
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    value = JSON.parse(text);
   } catch {
-    throw bad("body: malformed JSON or not UTF-8");
+    throw new Fail(400, "BAD_REQUEST", "body: malformed JSON");
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad("body: must be a JSON object");
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid([{ path: "body", message: "must be a JSON object" }]);
   return value as Record<string, unknown>;
 }
 
-const toRecord = (r: Row) => {
-  const rec: Record<string, string> = {
-    id: r.id,
-    phone: r.phone,
-    message: r.body,
-    direction: r.direction,
-    timestamp: isoUs(r.timestamp),
-    status: r.status,
-  };
-  if (r.error) rec.error = r.error;
-  return rec;
-};
+/** The second a time falls in, and its ISO 8601 form up to the fraction (pages hold neighbouring times). */
+let isoSecond = NaN;
+let isoPrefix = "";
+/** ISO 8601, UTC, 6 fractional digits, as src/messages/time.ts isoTime writes a stored time. */
+function isoUs(us: number): string {
+  const second = Math.floor(us / 1_000_000);
+  if (second !== isoSecond) {
+    const iso = new Date(second * 1000).toISOString();
+    isoPrefix = iso.slice(0, iso.length - 4); // up to and with the "."
+    isoSecond = second;
+  }
+  return `${isoPrefix}${String(us - second * 1_000_000 + 1_000_000).slice(1)}Z`;
+}
+
+/** Characters JSON.stringify would escape (quote, backslash, control, surrogates): most texts have none. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+/** A string as JSON, exactly as JSON.stringify writes it, without its cost when nothing needs escaping. */
+const str = (s: string) => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
+
+/** A message record's JSON (src/messages/service.ts toRecord), keys in the same order. */
+function recordJson(r: RecordValues): string {
+  const error = r[6] ? `,"error":${str(r[6])}` : "";
+  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoUs(r[5])}","status":${str(r[4])}${error}}`;
+}
+
+function recordsJson(rows: RecordValues[]): string {
+  let out = "[";
+  for (let i = 0; i < rows.length; i++) out += (i ? "," : "") + recordJson(rows[i]!);
+  return out + "]";
+}
+
+const JSON_TYPE = { "Content-Type": "application/json;charset=utf-8" };
+const json = (text: string) => new Response(text, { headers: JSON_TYPE });
+
+const errorResponse = (status: number, code: string, message: string, headers: Record<string, string> = {}, issues?: Issue[]) =>
+  Response.json({ success: false, error: issues ? { code, message, issues } : { code, message } }, { status, headers });
 
 // ---- routes ---------------------------------------------------------------------------
 
-type Handler = (req: Request, url: URL) => Response | Promise<Response>;
+/** Textwire's loopback network (src/network/loopback.ts): delivered at once. */
+const LOOPBACK = "loopback";
+
+function messageInput(b: Record<string, unknown>, issues: Issue[]): { phone: string; message: string } {
+  const phoneIssue = phoneProblem(b.phone);
+  if (phoneIssue) issues.push({ path: "phone", message: phoneIssue });
+  const textIssue = textProblem(b.message);
+  if (textIssue) issues.push({ path: "message", message: textIssue });
+  return { phone: b.phone as string, message: b.message as string };
+}
 
 async function send(req: Request): Promise<Response> {
-  const b = await jsonBody(req);
-  const phone = checkPhone(b.phone);
-  const body = checkText(b.message);
-  const { id, timestamp } = store.immediate({ phone, body, direction: "outbound", status: "queued", networkId: null });
-  // The loopback network delivers at once.
-  markDelivered.run({ id, network_id: `loopback:${id}`, now: nowUs() });
-  return Response.json({ success: true, message_id: id, timestamp: isoUs(timestamp) });
+  const issues: Issue[] = [];
+  const { phone, message } = messageInput(await jsonBody(req), issues);
+  if (issues.length) throw invalid(issues);
+  const { id } = await store.insert(Bun.randomUUIDv7(), phone, message, "outbound", "queued", null);
+  await store.markDelivered(id, `${LOOPBACK}:${id}`);
+  const row = await store.get(id);
+  if (!row) throw new Error("the sent message vanished");
+  return json(`{"success":true,"message_id":${str(row[0])},"timestamp":"${isoUs(row[5])}","status":${str(row[4])}}`);
 }
 
 async function webhook(req: Request): Promise<Response> {
+  const issues: Issue[] = [];
   const b = await jsonBody(req);
-  const phone = checkPhone(b.phone);
-  const body = checkText(b.message);
-  let networkId: string | null = null;
-  if (b.id !== undefined) {
-    if (typeof b.id !== "string") throw bad("id: must be a string");
-    if (b.id.length < 1 || b.id.length > 255) throw bad("id: must be 1 to 255 characters");
-    networkId = b.id;
+  const { phone, message } = messageInput(b, issues);
+  const networkId = b.id;
+  if (networkId !== undefined) {
+    if (typeof networkId !== "string") issues.push({ path: "id", message: "must be a string" });
+    else if (networkId.length < 1) issues.push({ path: "id", message: "must not be empty" });
+    else if (networkId.length > 255) issues.push({ path: "id", message: "must be at most 255 characters" });
   }
-  const { id, timestamp } = store.immediate({ phone, body, direction: "inbound", status: "received", networkId });
-  return Response.json({ success: true, message_id: id, timestamp: isoUs(timestamp) });
+  if (issues.length) throw invalid(issues);
+  const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "inbound", "received", (networkId as string | undefined) ?? null);
+  return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoUs(timestamp)}"}`);
 }
 
-function history(_req: Request, url: URL, rawPhone: string): Response {
+async function history(url: URL, rawPhone: string): Promise<Response> {
   let phone = rawPhone;
   try {
     phone = decodeURIComponent(rawPhone);
   } catch {}
-  checkPhone(phone);
-  const limit = Math.min(wholeNumber(url.searchParams.get("limit"), "limit", 1, 50), MAX_PAGE);
-  const offset = wholeNumber(url.searchParams.get("offset"), "offset", 0, 0);
-  const { rows, total } = readHistory(phone, limit, offset);
-  return Response.json({ success: true, messages: rows.map(toRecord), total, limit, offset });
-}
-
-function poll(_req: Request, url: URL): Response {
+  const issues: Issue[] = [];
+  if (!isE164(phone)) issues.push({ path: "phone", message: E164_HINT });
   const q = url.searchParams;
-  const sinceRaw = q.get("since");
-  const since = sinceRaw === null ? -1 : parseSince(sinceRaw);
-  const phoneRaw = q.get("phone");
-  const phone = phoneRaw === null ? null : checkPhone(/^ \d/.test(phoneRaw) ? `+${phoneRaw.slice(1)}` : phoneRaw);
-  const limit = Math.min(wholeNumber(q.get("limit"), "limit", 1, MAX_PAGE), MAX_PAGE);
-  const rows = phone ? inboundFromAfter.all({ phone, since, limit: limit + 1 }) : inboundAfter.all({ since, limit: limit + 1 });
-  const has_more = rows.length > limit;
-  if (has_more) rows.pop();
-  return Response.json({ success: true, messages: rows.map(toRecord), count: rows.length, has_more });
+  const limit = Math.min(wholeNumber(q.get("limit"), 1, 50, "limit", issues), MAX_PAGE);
+  const offset = wholeNumber(q.get("offset"), 0, 0, "offset", issues);
+  if (issues.length) throw invalid(issues);
+  const { rows, total } = await store.history(phone, limit, offset);
+  return json(`{"success":true,"messages":${recordsJson(rows)},"total":${total},"limit":${limit},"offset":${offset}}`);
 }
 
-function route(method: string, path: string): { allow: string; handler: Handler } | null {
-  if (path === "/api/send") return { allow: "POST", handler: send };
-  if (path === "/webhooks/loopback") return { allow: "POST", handler: webhook };
-  if (path === "/api/messages/poll") return { allow: "GET", handler: poll };
-  const m = /^\/api\/messages\/([^/]+)$/.exec(path);
-  if (m) return { allow: "GET", handler: (req, url) => history(req, url, m[1]!) };
-  void method;
+async function poll(url: URL): Promise<Response> {
+  const q = url.searchParams;
+  const issues: Issue[] = [];
+  const sinceRaw = q.get("since");
+  let since = -1;
+  if (sinceRaw !== null) {
+    const us = parseIsoInstant(sinceRaw);
+    if (us === null) issues.push({ path: "since", message: "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.123456Z" });
+    else since = us;
+  }
+  let phone = q.get("phone");
+  if (phone !== null) {
+    if (/^ \d/.test(phone)) phone = `+${phone.slice(1)}`;
+    if (!isE164(phone)) issues.push({ path: "phone", message: E164_HINT });
+  }
+  const limit = Math.min(wholeNumber(q.get("limit"), 1, MAX_PAGE, "limit", issues), MAX_PAGE);
+  if (issues.length) throw invalid(issues);
+  const rows = await store.inboundAfter(since, limit + 1, phone);
+  const hasMore = rows.length > limit;
+  if (hasMore) rows.pop();
+  return json(`{"success":true,"messages":${recordsJson(rows)},"count":${rows.length},"has_more":${hasMore}}`);
+}
+
+type Handler = (req: Request, url: URL) => Promise<Response>;
+const POST = "POST";
+const GET = "GET, HEAD";
+
+function route(path: string): { allow: string; handler: Handler } | null {
+  if (path === "/api/send") return { allow: POST, handler: send };
+  if (path === "/webhooks/loopback") return { allow: POST, handler: webhook };
+  if (path === "/api/messages/poll") return { allow: GET, handler: (_req, url) => poll(url) };
+  if (path.startsWith("/api/messages/") && path.indexOf("/", 14) < 0 && path.length > 14) {
+    return { allow: GET, handler: (_req, url) => history(url, path.slice(14)) };
+  }
   return null;
 }
-
-const errorResponse = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
-  Response.json({ success: false, error: { code, message } }, { status, headers });
 
 const server = Bun.serve({
   port: PORT,
@@ -307,16 +397,17 @@ const server = Bun.serve({
   async fetch(req, srv) {
     const url = new URL(req.url);
     if (url.pathname === "/health") return Response.json({ status: "ok" });
-    const found = route(req.method, url.pathname);
+    const found = route(url.pathname);
     if (!found) return errorResponse(404, "NOT_FOUND", `no route ${req.method} ${url.pathname}`);
-    if (req.method !== found.allow) {
+    const allowed = found.allow === POST ? req.method === "POST" : req.method === "GET" || req.method === "HEAD";
+    if (!allowed) {
       return errorResponse(405, "METHOD_NOT_SUPPORTED", `method ${req.method} not allowed on ${url.pathname}; use ${found.allow}`, { Allow: found.allow });
     }
     try {
-      authenticate(req, srv.requestIP(req)?.address ?? "unknown");
+      await authenticate(req, srv.requestIP(req)?.address ?? "unknown");
       return await found.handler(req, url);
     } catch (err) {
-      if (err instanceof Fail) return errorResponse(err.status, err.code, err.message, err.headers);
+      if (err instanceof Fail) return errorResponse(err.status, err.code, err.message, err.headers, err.issues);
       console.error(err);
       return errorResponse(500, "INTERNAL_SERVER_ERROR", "internal error; the request may be retried later");
     }
@@ -326,8 +417,8 @@ const server = Bun.serve({
 console.log(`listening on http://${server.hostname}:${server.port}`);
 
 const stop = () => {
-  void server.stop(false).then(() => {
-    db.close();
+  void server.stop(false).then(async () => {
+    await store.close();
     process.exit(0);
   });
 };

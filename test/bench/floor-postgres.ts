@@ -1,0 +1,190 @@
+/**
+ * The floor's store on PostgreSQL (test/bench/floor.ts): raw `pg`, a Pool, named prepared
+ * statements read as arrays, and per call the round trips of src/db/postgres/messages.ts
+ * and src/db/postgres/api-keys.ts, no more. Inserts are batched as Textwire batches
+ * them outside a transaction: those that arrive while one statement is being written go
+ * together in the next (up to 200), one move of `message_clock` for all of them.
+ */
+import pg from "pg";
+import type { FloorStore, Migration, RecordValues } from "./floor";
+
+/** Textwire's migration lock (src/db/postgres/open.ts), so the two never migrate at once. */
+const MIGRATION_LOCK = 7_465_787_477;
+const INT8_OID = 20;
+const MAX_BATCH = 200;
+/** The database's clock in µs, read when evaluated (src/db/postgres/sql.ts NOW_US). */
+const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
+const RECORD = "id, phone, body, direction, status, timestamp, error";
+
+type Query = { name: string; text: string };
+const q = (name: string, text: string): Query => ({ name, text });
+
+const KEY_BY_HASH = q("floor.keyByHash", "SELECT id FROM api_keys WHERE hash = $1 AND revoked_at IS NULL");
+// The same statement as Textwire's messages.insert: the clock moves by as many steps as there are messages.
+const INSERT = q(
+  "floor.insert",
+  `WITH input AS (
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       WITH ORDINALITY AS i(id, phone, body, direction, status, network, network_id, error, opt_out_type, n)
+   ), clock AS (
+     UPDATE message_clock SET t = greatest(t + $10::bigint, ${NOW_US} + $10::bigint - 1) RETURNING t
+   )
+   INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type)
+   SELECT id, phone, body, direction, status, clock.t - $10 + n, network, network_id, error, clock.t - $10 + n, opt_out_type FROM input, clock
+   ON CONFLICT (network, direction, network_id) DO NOTHING
+   RETURNING id, timestamp`,
+);
+const BY_NETWORK_ID = q("floor.byNetworkId", "SELECT id, timestamp FROM messages WHERE network = $1 AND direction = $2 AND network_id = $3");
+const MARK_DELIVERED = q(
+  "floor.markDelivered",
+  `UPDATE messages SET status = 'delivered', updated_at = ${NOW_US}, network_id = coalesce($2, network_id), error = coalesce($3, error)
+   WHERE id = $1 AND status IN ('queued', 'sent')`,
+);
+const BY_ID = q("floor.get", `SELECT ${RECORD} FROM messages WHERE id = $1`);
+// The page and the total (kept by a trigger, drizzle/postgres/0001_clock_and_contacts.sql) in one snapshot.
+const HISTORY = q(
+  "floor.history",
+  `SELECT m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, c.total
+   FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $1), 0) AS total) c
+   LEFT JOIN LATERAL (
+     SELECT ${RECORD} FROM messages WHERE phone = $1 ORDER BY timestamp DESC, id DESC LIMIT $2 OFFSET $3
+   ) m ON true
+   ORDER BY m.timestamp DESC, m.id DESC`,
+);
+const INBOUND_AFTER = q(
+  "floor.inboundAfter",
+  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
+);
+const INBOUND_FROM_AFTER = q(
+  "floor.inboundFromAfter",
+  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $3 AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
+);
+
+/** Applies the migrations drizzle has not recorded, under Textwire's lock, and records them as drizzle's migrator does. */
+async function migrate(pool: pg.Pool, migrations: Migration[]) {
+  const client = await pool.connect();
+  let failed: Error | undefined;
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "drizzle"`);
+      await client.query(`CREATE TABLE IF NOT EXISTS "drizzle"."__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`);
+      const last = (await client.query(`SELECT created_at FROM "drizzle"."__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)).rows[0];
+      const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
+      if (pending.length > 0) {
+        await client.query("BEGIN");
+        try {
+          for (const m of pending) {
+            for (const s of m.statements) await client.query(s);
+            await client.query(`INSERT INTO "drizzle"."__drizzle_migrations" (hash, created_at) VALUES ($1, $2)`, [m.hash, m.when]);
+          }
+          await client.query("COMMIT");
+        } catch (err) {
+          await client.query("ROLLBACK");
+          throw err;
+        }
+      }
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+    }
+  } catch (err) {
+    failed = err as Error;
+    throw err;
+  } finally {
+    // A connection that failed may hold the lock: closed, not returned.
+    client.release(failed);
+  }
+}
+
+type Insert = { id: string; phone: string; body: string; direction: string; status: string; networkId: string | null };
+type Stored = { id: string; timestamp: number };
+
+export async function openPostgresStore(url: string, poolSize: number, migrations: Migration[]): Promise<FloorStore> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    application_name: "textwire-floor",
+    // Every bigint stored (µs times, counts) is a safe integer.
+    types: { getTypeParser: (oid: number, format?: string) => (oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as "text")) },
+  });
+  pool.on("error", () => {});
+  await migrate(pool, migrations);
+
+  const rows = async <R extends unknown[]>(query: Query, values: unknown[]): Promise<R[]> =>
+    (await pool.query<R>({ name: query.name, text: query.text, values, rowMode: "array" })).rows;
+
+  /** One statement for all of `batch`; a network id already stored is read back (only it can conflict). */
+  async function store(batch: Insert[]): Promise<Stored[]> {
+    const column = (pick: (m: Insert) => string | null) => batch.map(pick);
+    const none = batch.map(() => null);
+    const inserted = await rows<[string, number]>(INSERT, [
+      column((m) => m.id),
+      column((m) => m.phone),
+      column((m) => m.body),
+      column((m) => m.direction),
+      column((m) => m.status),
+      column(() => LOOPBACK),
+      column((m) => m.networkId),
+      none,
+      none,
+      batch.length,
+    ]);
+    const stamps = new Map(inserted);
+    return Promise.all(
+      batch.map(async (m) => {
+        const timestamp = stamps.get(m.id);
+        if (timestamp !== undefined) return { id: m.id, timestamp };
+        const existing = (await rows<[string, number]>(BY_NETWORK_ID, [LOOPBACK, m.direction, m.networkId]))[0];
+        if (!existing) throw new Error("a conflicting message vanished");
+        return { id: existing[0], timestamp: existing[1] };
+      }),
+    );
+  }
+
+  // Waiting inserts; a batch that fails is retried message by message, so one bad message fails alone.
+  type Waiting = { message: Insert; resolve: (s: Stored) => void; reject: (err: unknown) => void };
+  const waiting: Waiting[] = [];
+  let writing = false;
+  async function drain() {
+    writing = true;
+    while (waiting.length > 0) {
+      const next = waiting.splice(0, MAX_BATCH);
+      try {
+        const stored = await store(next.map((w) => w.message));
+        next.forEach((w, i) => w.resolve(stored[i]!));
+      } catch (err) {
+        if (next.length === 1) next[0]!.reject(err);
+        else await Promise.all(next.map((w) => store([w.message]).then(([s]) => w.resolve(s!), w.reject)));
+      }
+    }
+    writing = false;
+  }
+
+  return {
+    keyExists: async (hash) => (await rows(KEY_BY_HASH, [hash])).length > 0,
+
+    insert: (id, phone, body, direction, status, networkId) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ message: { id, phone, body, direction, status, networkId }, resolve, reject });
+        if (!writing) void drain();
+      }),
+
+    markDelivered: (id, networkId) => rows(MARK_DELIVERED, [id, networkId, null]),
+
+    get: async (id) => (await rows<RecordValues>(BY_ID, [id]))[0],
+
+    async history(phone, limit, offset) {
+      const page = await rows<[...RecordValues, number]>(HISTORY, [phone, limit, offset]);
+      const total = page[0]?.[7] ?? 0;
+      if (page[0]?.[0] == null) return { rows: [], total };
+      for (const row of page) row.pop();
+      return { rows: page as unknown as RecordValues[], total };
+    },
+
+    inboundAfter: (since, limit, phone) => (phone === null ? rows<RecordValues>(INBOUND_AFTER, [since, limit]) : rows<RecordValues>(INBOUND_FROM_AFTER, [since, limit, phone])),
+
+    close: () => pool.end(),
+  };
+}
+
+const LOOPBACK = "loopback";

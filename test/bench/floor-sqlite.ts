@@ -1,0 +1,113 @@
+/**
+ * The floor's store on SQLite (test/bench/floor.ts): bun:sqlite prepared statements with
+ * positional parameters, rows read as arrays (`.values()`), and per call the statements of
+ * src/db/sqlite/messages.ts and src/db/sqlite/api-keys.ts, no more.
+ */
+import { Database } from "bun:sqlite";
+import type { FloorStore, Migration, RecordValues } from "./floor";
+
+/** What a message record shows, in RecordValues order. */
+const RECORD = "id, phone, body, direction, status, timestamp, error";
+
+/** Applies the migrations drizzle has not recorded, and records them as drizzle's SQLite migrator does. */
+function migrate(db: Database, migrations: Migration[]) {
+  db.run("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+  const last = db.query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get();
+  const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
+  if (pending.length === 0) return;
+  db.transaction(() => {
+    for (const m of pending) {
+      for (const s of m.statements) db.run(s);
+      db.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", [m.hash, m.when]);
+    }
+  }).immediate();
+}
+
+/** The wall clock in µs, as src/messages/time.ts microClock reads it. */
+const microClock = () => Date.now() * 1000 + Math.floor((performance.now() % 1) * 1000);
+
+export function openSqliteStore(url: string, migrations: Migration[]): FloorStore {
+  const db = new Database(url, { create: true, strict: true });
+  db.run("PRAGMA busy_timeout = 5000");
+  db.run("PRAGMA journal_mode = WAL");
+  db.run("PRAGMA synchronous = NORMAL");
+  db.run("PRAGMA foreign_keys = ON");
+  migrate(db, migrations);
+
+  const beginWrite = db.prepare("BEGIN IMMEDIATE");
+  const beginRead = db.prepare("BEGIN");
+  const commit = db.prepare("COMMIT");
+  const rollback = db.prepare("ROLLBACK");
+  const keyByHash = db.prepare<[string], [string]>("SELECT id FROM api_keys WHERE hash = ?1 AND revoked_at IS NULL");
+  const lastTimestamp = db.prepare<[number | null], []>("SELECT max(timestamp) FROM messages");
+  const insertRow = db.prepare<never, [string, string, string, string, string, number, string, string | null]>(
+    `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?6, NULL)`,
+  );
+  const byNetworkId = db.prepare<[string, number], [string, string, string]>(
+    "SELECT id, timestamp FROM messages WHERE network = ?1 AND direction = ?2 AND network_id = ?3",
+  );
+  // Textwire's setStatus to `delivered`: from queued or sent (src/messages/status.ts).
+  const markDelivered = db.prepare<never, [string, number, string]>(
+    `UPDATE messages SET status = 'delivered', updated_at = ?2, network_id = coalesce(?3, network_id), error = coalesce(NULL, error)
+     WHERE id = ?1 AND status IN ('queued', 'sent')`,
+  );
+  const byId = db.prepare<RecordValues, [string]>(`SELECT ${RECORD} FROM messages WHERE id = ?1`);
+  const historyPage = db.prepare<RecordValues, [string, number, number]>(
+    `SELECT ${RECORD} FROM messages WHERE phone = ?1 ORDER BY timestamp DESC, id DESC LIMIT ?2 OFFSET ?3`,
+  );
+  // Kept by a trigger on every insert (drizzle/sqlite/0005_contacts.sql).
+  const historyTotal = db.prepare<[number], [string]>("SELECT messages FROM contacts WHERE phone = ?1");
+  const inboundAfter = db.prepare<RecordValues, [number, number]>(
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
+  );
+  const inboundFromAfter = db.prepare<RecordValues, [number, number, string]>(
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = ?3 AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
+  );
+
+  /** Runs `fn` between `begin` and COMMIT, rolled back when it throws. */
+  function inTransaction<T>(begin: typeof beginRead, fn: () => T): T {
+    begin.run();
+    try {
+      const result = fn();
+      commit.run();
+      return result;
+    } catch (err) {
+      if (db.inTransaction) rollback.run();
+      throw err;
+    }
+  }
+
+  return {
+    keyExists: (hash) => keyByHash.values(hash).length > 0,
+
+    // Under SQLite's write lock: timestamps in commit order, one clock for all messages.
+    insert: (id, phone, body, direction, status, networkId) =>
+      inTransaction(beginWrite, () => {
+        if (networkId !== null) {
+          const existing = byNetworkId.values(LOOPBACK, direction, networkId)[0] as [string, number] | undefined;
+          if (existing) return { id: existing[0], timestamp: existing[1] };
+        }
+        const timestamp = Math.max(microClock(), ((lastTimestamp.values()[0]![0] as number | null) ?? 0) + 1);
+        insertRow.run(id, phone, body, direction, status, timestamp, LOOPBACK, networkId);
+        return { id, timestamp };
+      }),
+
+    markDelivered: (id, networkId) => markDelivered.run(id, microClock(), networkId),
+
+    get: (id) => byId.values(id)[0] as RecordValues | undefined,
+
+    // One read transaction, so the page and the total agree (as Textwire reads them).
+    history: (phone, limit, offset) =>
+      inTransaction(beginRead, () => ({
+        rows: historyPage.values(phone, limit, offset) as RecordValues[],
+        total: (historyTotal.values(phone)[0]?.[0] as number | undefined) ?? 0,
+      })),
+
+    inboundAfter: (since, limit, phone) => (phone === null ? inboundAfter.values(since, limit) : inboundFromAfter.values(since, limit, phone)) as RecordValues[],
+
+    close: () => db.close(),
+  };
+}
+
+const LOOPBACK = "loopback";
