@@ -169,7 +169,7 @@ export async function openPostgresStore(url: string, poolSize: number, migration
         if (!writing) void drain();
       }),
 
-    markDelivered: (id, networkId) => rows(MARK_DELIVERED, [id, networkId, null]),
+    markDelivered: async (id, networkId) => ((await pool.query({ name: MARK_DELIVERED.name, text: MARK_DELIVERED.text, values: [id, networkId, null] })).rowCount ?? 0) > 0,
 
     get: async (id) => (await rows<RecordValues>(BY_ID, [id]))[0],
 

@@ -93,7 +93,7 @@ export function openSqliteStore(url: string, migrations: Migration[]): FloorStor
         return { id, timestamp };
       }),
 
-    markDelivered: (id, networkId) => markDelivered.run(id, microClock(), networkId),
+    markDelivered: (id, networkId) => markDelivered.run(id, microClock(), networkId).changes > 0,
 
     get: (id) => byId.values(id)[0] as RecordValues | undefined,
 

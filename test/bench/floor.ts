@@ -5,7 +5,8 @@
  * src/db/sqlite/messages.ts and src/db/postgres/messages.ts) and no more:
  *
  *   POST /api/send            insert `queued` (timestamp by the clock rule), the loopback
- *                             network "delivers" it (a status update), the row read back
+ *                             network "delivers" it (a status update; the row read back
+ *                             only when the update did not move it, as sendMessage does)
  *   POST /webhooks/loopback   insert `received`, deduplicated by the network's `id`
  *   GET  /api/messages/:phone one page, newest first, and the total from `contacts`
  *   GET  /api/messages/poll   inbound after `since` (exclusive), oldest first, limit + 1 rows
@@ -55,9 +56,9 @@ export interface FloorStore {
   keyExists(hash: string): Maybe<boolean>;
   /** Stores a message with the next timestamp; a network id already stored returns that message's id and timestamp. */
   insert(id: string, phone: string, body: string, direction: "outbound" | "inbound", status: string, networkId: string | null): Maybe<{ id: string; timestamp: number }>;
-  /** queued or sent → delivered, with the network's id (Textwire's setStatus). */
-  markDelivered(id: string, networkId: string): Maybe<unknown>;
-  /** The message by id (read back after a send, as sendMessage does). */
+  /** queued or sent → delivered, with the network's id (Textwire's setStatus); whether it moved. */
+  markDelivered(id: string, networkId: string): Maybe<boolean>;
+  /** The message by id (read back after a send whose status did not move, as sendMessage does). */
   get(id: string): Maybe<RecordValues | undefined>;
   /** A page, newest first, and the contact's total. */
   history(phone: string, limit: number, offset: number): Maybe<{ rows: RecordValues[]; total: number }>;
@@ -316,8 +317,10 @@ async function send(req: Request): Promise<Response> {
   const issues: Issue[] = [];
   const { phone, message } = messageInput(await jsonBody(req), issues);
   if (issues.length) throw invalid(issues);
-  const { id } = await store.insert(Bun.randomUUIDv7(), phone, message, "outbound", "queued", null);
-  await store.markDelivered(id, `${LOOPBACK}:${id}`);
+  const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "outbound", "queued", null);
+  if (await store.markDelivered(id, `${LOOPBACK}:${id}`)) {
+    return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoUs(timestamp)}","status":"delivered"}`);
+  }
   const row = await store.get(id);
   if (!row) throw new Error("the sent message vanished");
   return json(`{"success":true,"message_id":${str(row[0])},"timestamp":"${isoUs(row[5])}","status":${str(row[4])}}`);
