@@ -8,8 +8,9 @@
  *   BENCH_SECONDS=1 BENCH_GROWTH=0 BENCH_CLOCK=0 bun run bench   quick smoke run (about 2 minutes)
  *
  * Needs wrk (Debian/Ubuntu package `wrk`): when it is missing the run installs it with
- * `apt-get install -y wrk` as root, else stops with a line saying how. Node runs the paced
- * generator (test/bench/load.mjs).
+ * `apt-get install -y wrk` as root, else stops with a line saying how. The paced generator,
+ * test/bench/paced.c, is compiled for each run into its temporary directory with
+ * `cc -O2 ... -lm` (Debian/Ubuntu package `gcc`).
  *
  * Environment:
  *   BENCH_DATABASES     databases Textwire is measured on, e.g. "sqlite" or "sqlite,postgres"
@@ -56,8 +57,9 @@
  *   (`taskset -c 1 bun run start`; the child inherits it). PostgreSQL is a system service and
  *   is not pinned.
  * - Fixed rate: per route and database, half the floor's median peak, sent by
- *   test/bench/load.mjs (open loop, latency counted from each request's due time) to Textwire
- *   and floor A; its CPU and whether it kept the rate are reported.
+ *   test/bench/paced.c (C, epoll; open loop on an even schedule, latency counted from each
+ *   request's due time) to Textwire and floor A; its CPU, its own lag (due to written) and
+ *   whether it kept the rate (every due request sent, lag p99 under 1 ms) are reported.
  * - Every database is seeded with 400 messages (4 contacts) so history and poll return full
  *   pages (50 and 100 messages).
  * - CPU: for every run the CPU used by the server, by PostgreSQL (the backends of the run's
@@ -495,7 +497,7 @@ interface LoadRequest {
   method: "GET" | "POST";
   path: string;
   headers: Record<string, string>;
-  /** "[<phone>]" and "[<n>]" are filled in per request (test/bench/load.mjs). */
+  /** "[<phone>]" and "[<n>]" are filled in per request, in headers and body (test/bench/paced.c). */
   body?: string;
 }
 
@@ -525,9 +527,14 @@ interface LoadResult {
   timeouts: number;
   /** CPU time of the load generator, µs. */
   loadCpuUs: number;
-  /** Paced runs: requests per second offered, the generator's lag p99 (ms) and whether it kept the rate. */
+  /**
+   * Paced runs: requests per second offered, the generator's lag (due to written) p50 and p99
+   * (ms), requests it sent more than 1 ms late, and whether it kept the rate.
+   */
   rate?: number;
+  lagP50?: number;
   lagP99?: number;
+  late?: number;
   keptRate?: boolean;
 }
 
@@ -582,7 +589,7 @@ interface WrkLine {
   timeouts: number;
 }
 
-/** The JSON line of test/bench/load.mjs (latencies in µs). */
+/** The JSON line of test/bench/paced.c (latencies and lags in µs). */
 interface PacedLine {
   requests: number;
   seconds: number;
@@ -593,9 +600,28 @@ interface PacedLine {
   max: number;
   statusErrors: number;
   socketErrors: number;
+  connectErrors: number;
+  timeouts: number;
+  due: number;
+  sent: number;
+  lagP50: number;
   lagP99: number;
+  lagMax: number;
+  late: number;
   keptRate: boolean;
   cpuUs: number;
+}
+
+/** test/bench/paced.c, compiled once per run into the temporary directory (compilePaced). */
+const PACED = join(tmp, "paced");
+
+function compilePaced(): void {
+  if (!Bun.which("cc")) {
+    process.stderr.write("bun run bench needs a C compiler for test/bench/paced.c: install gcc (apt-get install -y gcc), then run again\n");
+    process.exit(1);
+  }
+  const r = Bun.spawnSync(["cc", "-O2", "-o", PACED, join(import.meta.dir, "paced.c"), "-lm"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`cc could not compile test/bench/paced.c:\n${r.stderr.toString()}`);
 }
 
 /** wrk (pinned to CPU 0) against `urls` as fast as answered: one thread a server, their connections in all. */
@@ -642,14 +668,21 @@ async function wrkLoad(urls: string[], route: Route, seconds: number): Promise<L
   };
 }
 
-/** The paced generator (test/bench/load.mjs on Node, pinned to CPU 0): `rate` requests per second on an even schedule. */
+/** The paced generator (test/bench/paced.c, pinned to CPU 0): `rate` requests per second on an even schedule. */
 async function pacedLoad(url: string, route: Route, seconds: number, rate: number): Promise<LoadResult> {
-  const options = { url, connections: CONNECTIONS, seconds, rate, base: nextPhoneBase(), requests: route.requests };
-  const proc = Bun.spawn([...pinned(0), "node", join(import.meta.dir, "load.mjs"), JSON.stringify(options)], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const { hostname, port } = new URL(url);
+  // Each request as two arguments: its head without the blank line (paced.c adds content-length) and its body.
+  const templates = route.requests.flatMap((r) => [
+    `${r.method} ${r.path} HTTP/1.1\r\nhost: ${hostname}:${port}\r\n${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}`,
+    r.body ?? "",
+  ]);
+  const cmd = [...pinned(0), PACED, hostname, port, String(CONNECTIONS), String(seconds), String(rate), String(nextPhoneBase()), ...templates];
+  const proc = Bun.spawn(cmd, { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   const line = out.trim().split("\n").pop();
   if (code !== 0 || !line) throw new Error(`paced load generator failed (exit ${code}): ${err || "no result"}`);
   const r = JSON.parse(line) as PacedLine;
+  if (r.due !== r.sent) log(`paced: ${r.sent} of ${r.due} due requests sent`);
   return {
     responses: r.requests,
     seconds: r.seconds,
@@ -660,10 +693,12 @@ async function pacedLoad(url: string, route: Route, seconds: number, rate: numbe
     max: r.max / 1000,
     statusErrors: r.statusErrors,
     socketErrors: r.socketErrors,
-    timeouts: 0,
+    timeouts: r.timeouts,
     loadCpuUs: r.cpuUs,
     rate,
+    lagP50: r.lagP50 / 1000,
     lagP99: r.lagP99 / 1000,
+    late: r.late,
     keptRate: r.keptRate,
   };
 }
@@ -1020,7 +1055,7 @@ async function mainComparison(dialects: Dialect[]): Promise<MainResult> {
       const key = `${s.name}@${rate}`;
       if (!paced.has(key)) {
         const run = await measure(s.name, [s.server], route, SECONDS, { paced: rate });
-        log(`${route.name}: ${s.name} at ${f0(rate)} req/s: p99 ${f2(run.p99)} ms, generator lag p99 ${f2(run.lagP99!)} ms${run.keptRate ? "" : " (rate not kept)"}`);
+        log(`${route.name}: ${s.name} at ${f0(rate)} req/s: p99 ${f2(run.p99)} ms, generator lag p50 ${f3(run.lagP50!)} / p99 ${f3(run.lagP99!)} ms${run.keptRate ? "" : " (rate not kept)"}`);
         paced.set(key, run);
       }
       return paced.get(key)!;
@@ -1149,7 +1184,7 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
   lines.push("# Textwire benchmark", "");
   lines.push(
     `Run ${startedAt.toISOString()} with \`bun run bench\` (test/bench/run.ts): ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ` +
-      `Bun ${Bun.version}, ${version(["wrk", "--version"]).replace(/ Copyright.*/, "")}, Node ${version(["node", "--version"])} (paced runs), ` +
+      `Bun ${Bun.version}, ${version(["wrk", "--version"]).replace(/ Copyright.*/, "")}, ${version(["cc", "--version"])} (the paced generator), ` +
       `${postgresVersion ? `PostgreSQL ${postgresVersion} on the same machine, ` : ""}Textwire ${gitState()}; ` +
       `load average before the run ${load0.map((l) => l.toFixed(2)).join(" ")}.`,
     "",
@@ -1167,8 +1202,8 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
       "Tables give the median over the rounds and, in parentheses, the lowest and highest.",
     "- A/A: the floor runs as two copies, A and B, in the same turns. Floor B / floor A shows how far two runs of one server differ: a Textwire / floor ratio that differs from a target by less than that is within noise.",
     "- Latency: wrk's percentiles over every response (1 µs resolution); errors: answers ≥ 400, socket errors and timeouts. Server CPU: the serving process's CPU time per response; database CPU (PostgreSQL): the database's backends plus the WAL writer, background writer and checkpointer; wrk CPU in cores.",
-    "- Fixed rate: half the floor's median peak for the route, sent by test/bench/load.mjs (Node, open loop, an even schedule over the same connections, latency counted from the time each request was due, so a late generator counts against the server). " +
-      `${PIN ? "It is pinned to CPU 0 and" : "It"} spins between requests, so its CPU is about one core at any rate; it kept the rate when every request due was sent and its own lag (due to sent) has a p99 under 1 ms.`,
+    `- Fixed rate: half the floor's median peak for the route, sent by test/bench/paced.c (C, epoll, compiled for the run; open loop: requests due on an even schedule, each sent at once on an idle one of ${CONNECTIONS} keep-alive connections, else queued for the first free one; latency counted from the time each request was due, so a queued request or a late generator counts against the server). ` +
+      `${PIN ? "It is pinned to CPU 0; it" : "It"} sleeps in epoll until 50 µs before each due time, then polls. Its lag is the time from a request's due time to its write (or its queueing, when every connection is busy); it kept the rate when every due request was sent and that lag's p99 is under 1 ms.`,
     ...(main.noPostgresFloor ? [`- **The floor does not run on PostgreSQL** (${main.noPostgresFloor}): Textwire on PostgreSQL is compared with the floor on SQLite.`] : []),
     "",
   );
@@ -1254,14 +1289,16 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
           f2(run.max),
           f0(errorsOf(run)),
           f2(run.loadCores),
-          f2(run.lagP99!),
+          f3(run.lagP50!),
+          f3(run.lagP99!),
+          f0(run.late!),
           run.keptRate ? "yes" : "**no**",
           f2(run.foreignCores),
         ]);
       }
     });
   }
-  lines.push(table(["route", "database", "server", "offered req/s", "answered req/s", "p50 ms", "p99 ms", "max ms", "errors", "generator CPU", "generator lag p99 ms", "rate kept", "other CPU"], pacedRows), "");
+  lines.push(table(["route", "database", "server", "offered req/s", "answered req/s", "p50 ms", "p99 ms", "max ms", "errors", "generator CPU", "generator lag p50 ms", "lag p99 ms", "sent > 1 ms late", "rate kept", "other CPU"], pacedRows), "");
 
   if (clock.length) {
     lines.push(`## The clock: sends with ${CLOCK_PROCESSES.join(", ")} API processes on one database`, "");
@@ -1461,6 +1498,7 @@ async function main() {
   const load0 = loadavg();
   const t0 = performance.now();
   ensureWrk();
+  compilePaced();
   const { dialects, adminUrl } = await benchDatabases(log);
   postgresAdminUrl = adminUrl;
   if (adminUrl) watch = await PostgresWatch.open(adminUrl);
