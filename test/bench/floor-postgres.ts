@@ -5,12 +5,9 @@
  * them outside a transaction: those that arrive while one statement is being written go
  * together in the next (up to 200), one move of `message_clock` for all of them.
  */
-import pg from "pg";
-import type { FloorStore, Migration, RecordValues } from "./floor";
+import { openPostgres } from "../../src/db/postgres/open";
+import type { FloorStore, RecordValues } from "./floor";
 
-/** Textwire's migration lock (src/db/postgres/open.ts), so the two never migrate at once. */
-const MIGRATION_LOCK = 7_465_787_477;
-const INT8_OID = 20;
 const MAX_BATCH = 200;
 /** The database's clock in µs, read when evaluated (src/db/postgres/sql.ts NOW_US). */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
@@ -60,55 +57,12 @@ const INBOUND_FROM_AFTER = q(
   `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $3 AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
 );
 
-/** Applies the migrations drizzle has not recorded, under Textwire's lock, and records them as drizzle's migrator does. */
-async function migrate(pool: pg.Pool, migrations: Migration[]) {
-  const client = await pool.connect();
-  let failed: Error | undefined;
-  try {
-    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
-    try {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS "drizzle"`);
-      await client.query(`CREATE TABLE IF NOT EXISTS "drizzle"."__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`);
-      const last = (await client.query(`SELECT created_at FROM "drizzle"."__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)).rows[0];
-      const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
-      if (pending.length > 0) {
-        await client.query("BEGIN");
-        try {
-          for (const m of pending) {
-            for (const s of m.statements) await client.query(s);
-            await client.query(`INSERT INTO "drizzle"."__drizzle_migrations" (hash, created_at) VALUES ($1, $2)`, [m.hash, m.when]);
-          }
-          await client.query("COMMIT");
-        } catch (err) {
-          await client.query("ROLLBACK");
-          throw err;
-        }
-      }
-    } finally {
-      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
-    }
-  } catch (err) {
-    failed = err as Error;
-    throw err;
-  } finally {
-    // A connection that failed may hold the lock: closed, not returned.
-    client.release(failed);
-  }
-}
-
 type Insert = { id: string; phone: string; body: string; direction: string; status: string; networkId: string | null };
 type Stored = { id: string; timestamp: number };
 
-export async function openPostgresStore(url: string, poolSize: number, migrations: Migration[]): Promise<FloorStore> {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: poolSize,
-    application_name: "textwire-floor",
-    // Every bigint stored (µs times, counts) is a safe integer.
-    types: { getTypeParser: (oid: number, format?: string) => (oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as "text")) },
-  });
-  pool.on("error", () => {});
-  await migrate(pool, migrations);
+/** A pool opened, migrated and checked as Textwire opens it (src/db/postgres/open.ts). */
+export async function openPostgresStore(url: string, poolSize: number): Promise<FloorStore> {
+  const pool = await openPostgres(url, poolSize);
 
   const rows = async <R extends unknown[]>(query: Query, values: unknown[]): Promise<R[]> =>
     (await pool.query<R>({ name: query.name, text: query.text, values, rowMode: "array" })).rows;

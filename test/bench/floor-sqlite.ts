@@ -3,36 +3,16 @@
  * positional parameters, rows read as arrays (`.values()`), and per call the statements of
  * src/db/sqlite/messages.ts and src/db/sqlite/api-keys.ts, no more.
  */
-import { Database } from "bun:sqlite";
-import type { FloorStore, Migration, RecordValues } from "./floor";
+import { openSqlite } from "../../src/db/sqlite/open";
+import { microClock } from "../../src/messages/time";
+import type { FloorStore, RecordValues } from "./floor";
 
 /** What a message record shows, in RecordValues order. */
 const RECORD = "id, phone, body, direction, status, timestamp, error";
 
-/** Applies the migrations drizzle has not recorded, and records them as drizzle's SQLite migrator does. */
-function migrate(db: Database, migrations: Migration[]) {
-  db.run("CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
-  const last = db.query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get();
-  const pending = migrations.filter((m) => !last || Number(last.created_at) < m.when);
-  if (pending.length === 0) return;
-  db.transaction(() => {
-    for (const m of pending) {
-      for (const s of m.statements) db.run(s);
-      db.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", [m.hash, m.when]);
-    }
-  }).immediate();
-}
-
-/** The wall clock in µs, as src/messages/time.ts microClock reads it. */
-const microClock = () => Date.now() * 1000 + Math.floor((performance.now() % 1) * 1000);
-
-export function openSqliteStore(url: string, migrations: Migration[]): FloorStore {
-  const db = new Database(url, { create: true, strict: true });
-  db.run("PRAGMA busy_timeout = 5000");
-  db.run("PRAGMA journal_mode = WAL");
-  db.run("PRAGMA synchronous = NORMAL");
-  db.run("PRAGMA foreign_keys = ON");
-  migrate(db, migrations);
+/** Opened, migrated and checked as Textwire opens it (src/db/sqlite/open.ts). */
+export function openSqliteStore(url: string): FloorStore {
+  const db = openSqlite(url);
 
   const beginWrite = db.prepare("BEGIN IMMEDIATE");
   const beginRead = db.prepare("BEGIN");

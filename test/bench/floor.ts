@@ -22,10 +22,11 @@
  *   of src/db/postgres/messages.ts: inserts batched while one is being written, each batch
  *   one statement that moves `message_clock`; the history page and total in one statement.
  *
- * Each store applies the migrations of drizzle/<dialect> (split on drizzle's breakpoints)
- * and records them as drizzle's migrator does, so a database Textwire migrated is left as
- * it is and Textwire can start on one the floor migrated; on PostgreSQL under Textwire's
- * advisory lock (src/db/postgres/open.ts).
+ * Each store opens its database as Textwire does (src/db/sqlite/open.ts openSqlite,
+ * src/db/postgres/open.ts openPostgres: the same pragmas or pool, migrations applied by
+ * drizzle's migrator under Textwire's lock), so either starts on a database the other
+ * migrated. Start-up is not measured; per request the floor uses Textwire's plain rule
+ * functions (src/messages/phone.ts, text.ts, time.ts) and nothing of its framework.
  *
  * The same rules as Textwire (src/messages/schemas.ts, phone.ts, text.ts, time.ts,
  * src/api/http.ts, auth.ts): auth by SHA-256 of the bearer key (timingSafeEqual against
@@ -39,9 +40,9 @@
  *   PORT=0 DATABASE_URL=/tmp/floor.db API_KEYS=k1,k2 bun test/bench/floor.ts
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { isPossiblePhoneNumber } from "libphonenumber-js";
+import { E164_HINT, isE164, phoneFromPath, phoneFromQuery } from "../../src/messages/phone";
+import { messageTextProblem } from "../../src/messages/text";
+import { isoTime, parseIsoInstant } from "../../src/messages/time";
 
 // ---- the store port (implemented by floor-sqlite.ts and floor-postgres.ts) --------------
 
@@ -67,23 +68,6 @@ export interface FloorStore {
   close(): Maybe<void>;
 }
 
-/** One migration file as drizzle's migrator reads it (drizzle-orm/migrator.js). */
-export interface Migration {
-  statements: string[];
-  /** The journal's `when`: drizzle records it as created_at. */
-  when: number;
-  /** sha256 of the file, hex. */
-  hash: string;
-}
-
-function readMigrations(folder: string): Migration[] {
-  const journal = JSON.parse(readFileSync(join(folder, "meta/_journal.json"), "utf8")) as { entries: { tag: string; when: number }[] };
-  return journal.entries.map(({ tag, when }) => {
-    const sql = readFileSync(join(folder, `${tag}.sql`), "utf8");
-    return { statements: sql.split("--> statement-breakpoint").filter((s) => s.trim()), when, hash: createHash("sha256").update(sql).digest("hex") };
-  });
-}
-
 // ---- configuration --------------------------------------------------------------------
 
 const PORT = Number(process.env.PORT ?? 3000);
@@ -93,11 +77,10 @@ const MAX_MESSAGE_LENGTH = Number(process.env.MAX_MESSAGE_LENGTH ?? 10000);
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_PAGE = 100;
 const onPostgres = /^postgres(ql)?:\/\//i.test(DATABASE_URL);
-const migrations = readMigrations(resolve(import.meta.dir, "../../drizzle", onPostgres ? "postgres" : "sqlite"));
 
 const store: FloorStore = onPostgres
-  ? await (await import("./floor-postgres")).openPostgresStore(DATABASE_URL, Number(process.env.DATABASE_POOL_SIZE ?? 10), migrations)
-  : (await import("./floor-sqlite")).openSqliteStore(DATABASE_URL, migrations);
+  ? await (await import("./floor-postgres")).openPostgresStore(DATABASE_URL, Number(process.env.DATABASE_POOL_SIZE ?? 10))
+  : (await import("./floor-sqlite")).openSqliteStore(DATABASE_URL);
 
 // ---- rules ----------------------------------------------------------------------------
 
@@ -123,21 +106,6 @@ function invalid(issues: Issue[]): Fail {
   return new Fail(400, "BAD_REQUEST", issues.map((i) => `${i.path}: ${i.message}`).join("; "), {}, issues);
 }
 
-const E164_SHAPE = /^\+[1-9]\d{6,14}$/;
-const E164_HINT = "must be E.164, e.g. +14155550123";
-/** libphonenumber's answers, bounded, as src/messages/phone.ts keeps them. */
-const possible = new Map<string, boolean>();
-function isE164(value: string): boolean {
-  if (!E164_SHAPE.test(value)) return false;
-  let ok = possible.get(value);
-  if (ok === undefined) {
-    ok = isPossiblePhoneNumber(value);
-    if (possible.size >= 10_000) possible.clear();
-    possible.set(value, ok);
-  }
-  return ok;
-}
-
 /** Why `v` is not a phone, or null. */
 function phoneProblem(v: unknown): string | null {
   if (v === undefined) return "is required";
@@ -145,22 +113,11 @@ function phoneProblem(v: unknown): string | null {
   return isE164(v) ? null : E164_HINT;
 }
 
-const FORBIDDEN_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
-/** Why `v` cannot be a message text, or null (src/messages/text.ts). */
+/** Why `v` cannot be a message text, or null (Textwire's rule, src/messages/text.ts). */
 function textProblem(v: unknown): string | null {
   if (v === undefined) return "is required";
   if (typeof v !== "string") return "must be a string";
-  if (v.length === 0) return "must not be empty";
-  if (!v.isWellFormed()) return "must be valid Unicode text (no lone surrogates)";
-  if (FORBIDDEN_CONTROL.test(v)) return "must not contain control characters other than tab, LF and CR";
-  if (v.trim().length === 0) return "must not be only whitespace";
-  // Code points never outnumber UTF-16 units: count them only when the units are too many.
-  if (v.length > MAX_MESSAGE_LENGTH) {
-    let n = 0;
-    for (const _ of v) n++;
-    if (n > MAX_MESSAGE_LENGTH) return `must be at most ${MAX_MESSAGE_LENGTH} characters (got ${n})`;
-  }
-  return null;
+  return messageTextProblem(v, MAX_MESSAGE_LENGTH);
 }
 
 const WHOLE = /^\s*-?\d+\s*$/;
@@ -171,22 +128,6 @@ function wholeNumber(raw: string | null, min: number, fallback: number, field: s
   if (!Number.isSafeInteger(n)) issues.push({ path: field, message: "must be a whole number" });
   else if (n < min) issues.push({ path: field, message: `must be at least ${min}` });
   return n;
-}
-
-const ISO_INSTANT =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([zZ])|([+\- ])(\d{2})(?::?(\d{2}))?)?)?$/;
-/** Microseconds of an ISO 8601 date or date-time, or null (src/messages/time.ts parseIsoInstant). */
-function parseIsoInstant(value: string): number | null {
-  const m = ISO_INSTANT.exec(value.trim());
-  if (!m) return null;
-  const [, y, mo, d, h = "0", mi = "0", sec = "0", fraction = "", , sign, oh = "0", om = "0"] = m;
-  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, sec].map(Number) as [number, number, number, number, number, number];
-  if (hour > 23 || minute > 59 || second > 59 || Number(oh) > 23 || Number(om) > 59) return null;
-  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
-  const check = new Date(ms);
-  if (!Number.isFinite(ms) || check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) return null;
-  const offsetMinutes = sign ? (sign === "-" ? -1 : 1) * (Number(oh) * 60 + Number(om)) : 0;
-  return (ms - offsetMinutes * 60_000) * 1000 + Number(fraction.slice(0, 6).padEnd(6, "0"));
 }
 
 // ---- auth -----------------------------------------------------------------------------
@@ -263,20 +204,6 @@ async function jsonBody(req: Request): Promise<Record<string, unknown>> {
   return value as Record<string, unknown>;
 }
 
-/** The second a time falls in, and its ISO 8601 form up to the fraction (pages hold neighbouring times). */
-let isoSecond = NaN;
-let isoPrefix = "";
-/** ISO 8601, UTC, 6 fractional digits, as src/messages/time.ts isoTime writes a stored time. */
-function isoUs(us: number): string {
-  const second = Math.floor(us / 1_000_000);
-  if (second !== isoSecond) {
-    const iso = new Date(second * 1000).toISOString();
-    isoPrefix = iso.slice(0, iso.length - 4); // up to and with the "."
-    isoSecond = second;
-  }
-  return `${isoPrefix}${String(us - second * 1_000_000 + 1_000_000).slice(1)}Z`;
-}
-
 /** Characters JSON.stringify would escape (quote, backslash, control, surrogates): most texts have none. */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 /** A string as JSON, exactly as JSON.stringify writes it, without its cost when nothing needs escaping. */
@@ -285,7 +212,7 @@ const str = (s: string) => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`)
 /** A message record's JSON (src/messages/service.ts toRecord), keys in the same order. */
 function recordJson(r: RecordValues): string {
   const error = r[6] ? `,"error":${str(r[6])}` : "";
-  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoUs(r[5])}","status":${str(r[4])}${error}}`;
+  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])}${error}}`;
 }
 
 function recordsJson(rows: RecordValues[]): string {
@@ -319,11 +246,11 @@ async function send(req: Request): Promise<Response> {
   if (issues.length) throw invalid(issues);
   const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "outbound", "queued", null);
   if (await store.markDelivered(id, `${LOOPBACK}:${id}`)) {
-    return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoUs(timestamp)}","status":"delivered"}`);
+    return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoTime(timestamp)}","status":"delivered"}`);
   }
   const row = await store.get(id);
   if (!row) throw new Error("the sent message vanished");
-  return json(`{"success":true,"message_id":${str(row[0])},"timestamp":"${isoUs(row[5])}","status":${str(row[4])}}`);
+  return json(`{"success":true,"message_id":${str(row[0])},"timestamp":"${isoTime(row[5])}","status":${str(row[4])}}`);
 }
 
 async function webhook(req: Request): Promise<Response> {
@@ -338,14 +265,11 @@ async function webhook(req: Request): Promise<Response> {
   }
   if (issues.length) throw invalid(issues);
   const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "inbound", "received", (networkId as string | undefined) ?? null);
-  return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoUs(timestamp)}"}`);
+  return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoTime(timestamp)}"}`);
 }
 
 async function history(url: URL, rawPhone: string): Promise<Response> {
-  let phone = rawPhone;
-  try {
-    phone = decodeURIComponent(rawPhone);
-  } catch {}
+  const phone = phoneFromPath(rawPhone);
   const issues: Issue[] = [];
   if (!isE164(phone)) issues.push({ path: "phone", message: E164_HINT });
   const q = url.searchParams;
@@ -366,9 +290,9 @@ async function poll(url: URL): Promise<Response> {
     if (us === null) issues.push({ path: "since", message: "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.123456Z" });
     else since = us;
   }
-  let phone = q.get("phone");
+  const rawPhone = q.get("phone");
+  const phone = rawPhone === null ? null : phoneFromQuery(rawPhone);
   if (phone !== null) {
-    if (/^ \d/.test(phone)) phone = `+${phone.slice(1)}`;
     if (!isE164(phone)) issues.push({ path: "phone", message: E164_HINT });
   }
   const limit = Math.min(wholeNumber(q.get("limit"), 1, MAX_PAGE, "limit", issues), MAX_PAGE);
