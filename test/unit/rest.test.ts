@@ -84,8 +84,8 @@ describe("REST operations", () => {
     expect(JSON.stringify((err as TRPCError).cause)).toContain("limit");
   });
 
-  test("a path parameter wins over a body field of the same name, and __proto__ is only a name", async () => {
-    const err = await rejectionOf(get("/api/messages/not-a-phone", "phone=%2B14155550123&__proto__=x"));
+  test("a path parameter wins over a query field of the same name", async () => {
+    const err = await rejectionOf(get("/api/messages/not-a-phone", "phone=%2B14155550123"));
     expect((err as TRPCError).code).toBe("BAD_REQUEST");
     expect(JSON.stringify((err as TRPCError).cause)).toContain("phone");
   });
