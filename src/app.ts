@@ -1,10 +1,13 @@
-import { createKeyVerifier } from "./auth/keys";
+import { createKeyVerifier, type KeyVerifier } from "./auth/keys";
 import { createRateLimiter, type RateLimiter } from "./api/rate-limit";
 import type { Config } from "./config";
 import type { Storage } from "./db/port";
 import { createConfiguredGenerator } from "./generator/configured";
 import type { Generator } from "./generator/generator";
 import type { Logger } from "./log";
+import type { MediaDeps } from "./media/service";
+import { mediaUrlSecret } from "./media/signed-url";
+import { openMediaStore } from "./media/store";
 import { networkStateStore } from "./messages/network-events";
 import { createNetwork, type NetworkDriver } from "./network";
 
@@ -14,9 +17,11 @@ export interface App {
   storage: Storage;
   log: Logger;
   network: NetworkDriver;
+  /** The media store and how media is fetched and signed. */
+  media: MediaDeps;
   /** Null when no OPENAI_API_KEY is set. */
   generator: Generator | null;
-  verifyKey: (key: string) => Promise<string | null>;
+  verifyKey: KeyVerifier;
   /** Per API key; absent when RATE_LIMIT_PER_MINUTE is 0. */
   keyLimiter: RateLimiter | null;
   /** Failed authentications per client address. */
@@ -29,6 +34,12 @@ export function createApp(config: Config, storage: Storage, log: Logger): App {
     storage,
     log,
     network: createNetwork(config, { log, state: networkStateStore(storage, config.NETWORK) }),
+    media: {
+      store: openMediaStore(config.MEDIA_STORE),
+      allowPrivate: config.ALLOW_PRIVATE_URLS,
+      ...(config.PUBLIC_URL ? { publicUrl: config.PUBLIC_URL } : {}),
+      urlSecret: mediaUrlSecret(config.MEDIA_URL_SECRET, storage.networkState),
+    },
     generator: createConfiguredGenerator(config),
     verifyKey: createKeyVerifier(storage.apiKeys, config.API_KEYS),
     keyLimiter:

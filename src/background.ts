@@ -85,6 +85,106 @@ export async function writeOrRetry(what: string, write: () => unknown, log: Logg
   }
 }
 
-function backoffMs(failures: number): number {
+/** The wait after `failures` failures in a row: doubling from 250 ms, at most a minute. */
+export function backoffMs(failures: number): number {
   return Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.min(failures - 1, 20));
+}
+
+export interface ClaimLoop {
+  /** Stops claiming and waits for work in flight, at most `graceMs`; resolves to how many were still in flight. */
+  stop(graceMs: number): Promise<number>;
+}
+
+/**
+ * Works off a queue in the database until stopped (webhook deliveries, scheduled messages):
+ * claims up to the room left under `maxInFlight`, works on each claimed item concurrently,
+ * and claims again at once while claims bring something; when one brings nothing it waits
+ * `idleMs`, cut short when an item's work ends (it may make room a claim needs). A failed
+ * claim (a busy or unreachable database) is logged and retried with backoff, at most
+ * `maxBackoffMs` later; a failed item is logged. Nothing is thrown: it never ends the process.
+ */
+export function startClaimLoop<T>(opts: {
+  /** What is claimed, for the log: "webhook deliveries". */
+  what: string;
+  log: Logger;
+  maxInFlight: number;
+  idleMs: number;
+  maxBackoffMs: number;
+  claim(room: number): Promise<T[]>;
+  work(item: T): Promise<void>;
+  /** Log fields naming an item whose work failed unexpectedly. */
+  describe(item: T): Record<string, unknown>;
+}): ClaimLoop {
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let workEnded = false;
+  let wake: (() => void) | undefined;
+
+  /** Waits `ms`, cut short by stop() and, when `untilWorkEnds`, by an item's work ending. */
+  const rest = (ms: number, untilWorkEnds: boolean) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = () => {
+        if (stopped || (untilWorkEnds && workEnded)) done();
+      };
+      wake();
+    });
+
+  const start = (item: T) => {
+    const working = opts
+      .work(item)
+      .catch((err) => opts.log.error(`${opts.what}: work failed unexpectedly`, { ...opts.describe(item), error: errorText(err) }))
+      .finally(() => {
+        inFlight.delete(working);
+        workEnded = true;
+        wake?.();
+      });
+    inFlight.add(working);
+  };
+
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopped) {
+      // Reset before claiming: work ending during the claim makes room for the next one.
+      workEnded = false;
+      const room = opts.maxInFlight - inFlight.size;
+      if (room === 0) {
+        await rest(opts.idleMs, true);
+        continue;
+      }
+      let claimed: T[];
+      try {
+        claimed = await opts.claim(room);
+        failures = 0;
+      } catch (err) {
+        failures++;
+        opts.log.warn(`claiming ${opts.what} failed; will retry`, { error: errorText(err), failures });
+        await rest(Math.min(backoffMs(failures), opts.maxBackoffMs), false);
+        continue;
+      }
+      for (const item of claimed) start(item);
+      if (claimed.length === 0) await rest(opts.idleMs, true);
+    }
+  })();
+
+  return {
+    async stop(graceMs) {
+      stopped = true;
+      wake?.();
+      let timer: Timer | undefined;
+      const drained = (async () => {
+        await loop;
+        while (inFlight.size > 0) await Promise.all(inFlight);
+        return true;
+      })();
+      const finished = await Promise.race([drained, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))]);
+      clearTimeout(timer);
+      return finished ? 0 : inFlight.size;
+    },
+  };
 }

@@ -7,11 +7,18 @@ import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
 import { inboundInput, sendInput } from "./messages/schemas";
 import { recordInbound, sendMessage } from "./messages/service";
-import { Cron } from "croner";
-import { loadWorkflows } from "./workflows/loader";
-import { runWorkflow } from "./workflows/runner";
-import { unmetRequirement } from "./workflows/scheduler";
-import { runnerDeps } from "./workflows/worker";
+import { EVENT_TYPES } from "./events/types";
+import {
+  createEndpoint,
+  deleteEndpoint,
+  listDeliveries,
+  listEndpoints,
+  replayEvents,
+  rotateSecret,
+  updateEndpoint,
+} from "./webhooks/endpoints";
+import { createEndpointInput, deliveriesInput, replayInput, updateEndpointInput } from "./webhooks/schemas";
+import { listWorkflows, openWorkflows, runNow } from "./workflows/overview";
 
 const USAGE = `usage: bun run textwire <command>
 
@@ -24,6 +31,20 @@ const USAGE = `usage: bun run textwire <command>
   workflows run NAME [--dry-run]
                             run one workflow now and print its result; with --dry-run
                             nothing is sent and the cursor stays
+  webhooks create URL [--events TYPE,TYPE] [--description TEXT]
+                            add an endpoint for the events (default: every type); prints
+                            it with its signing secret, shown only this once
+  webhooks list             endpoints: id, state, events, URL
+  webhooks update ID [--url URL] [--events TYPE,TYPE | --all-events]
+                            [--description TEXT] [--enable | --disable]
+  webhooks delete ID        delete an endpoint and its deliveries
+  webhooks rotate-secret ID new secret, printed once; the old one also signs for 24 h
+  webhooks deliveries ID [--status pending|succeeded|failed] [--limit N]
+                            an endpoint's deliveries, newest first
+  webhooks replay ID --since ISO
+                            send the endpoint every event after that time again
+
+Event types: ${EVENT_TYPES.join(", ")}.
 
 Configuration comes from the same environment as the server (DATABASE_URL, NETWORK, ...).`;
 
@@ -60,7 +81,7 @@ async function keys(args: string[]) {
         const rows = await listKeys(keys);
         if (rows.length === 0) return print("no keys stored (keys from API_KEYS are not listed)");
         print(["NAME".padEnd(24) + "PREFIX".padEnd(14) + "CREATED".padEnd(26) + "STATUS"]
-          .concat(rows.map((k) => k.name.padEnd(24) + `${k.prefix}…`.padEnd(14) + k.createdAt.padEnd(26) + (k.revokedAt ? `revoked ${k.revokedAt}` : "active")))
+          .concat(rows.map((k) => k.name.padEnd(24) + `${k.prefix}…`.padEnd(14) + k.created_at.padEnd(26) + (k.revoked_at ? `revoked ${k.revoked_at}` : "active")))
           .join("\n"));
         return;
       }
@@ -83,33 +104,25 @@ async function workflows(args: string[]) {
   const app = await openApp();
   try {
     if (app.config.WORKFLOWS_DIR === "off") throw new UsageError("WORKFLOWS_DIR is off");
-    const { workflows: loaded, problems } = await loadWorkflows(app.config.WORKFLOWS_DIR);
-    for (const p of problems) process.stderr.write(`skipped ${p.path}: ${p.reason}\n`);
-    const deps = runnerDeps(app, app.log, app.config.TEXTWIRE_URL !== undefined);
+    const set = await openWorkflows(app, app.log, app.config.TEXTWIRE_URL !== undefined);
+    for (const p of set.problems) process.stderr.write(`skipped ${p.path}: ${p.reason}\n`);
     switch (sub) {
       case "list": {
-        if (loaded.length === 0) return print(`no workflows in ${app.config.WORKFLOWS_DIR}`);
+        const listed = await listWorkflows(set);
+        if (listed.length === 0) return print(`no workflows in ${app.config.WORKFLOWS_DIR}`);
         const lines = ["NAME".padEnd(20) + "SCHEDULE".padEnd(18) + "TIMEZONE".padEnd(16) + "NEXT RUN".padEnd(26) + "LAST RESULT"];
-        for (const wf of loaded) {
-          const timezone = wf.timezone ?? "UTC";
-          const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
-          const next = unmet ? "not scheduled" : (new Cron(wf.schedule, { timezone, paused: true }).nextRun()?.toISOString() ?? "never");
-          const [last] = await deps.storage.workflows.recentRuns(wf.name, 1);
-          const result = last
-            ? `${last.status}${last.error ? ` (${last.error})` : ""} at ${new Date(last.startedAt).toISOString()}, ${last.handled} handled`
-            : "never run";
-          lines.push(wf.name.padEnd(20) + wf.schedule.padEnd(18) + timezone.padEnd(16) + next.padEnd(26) + result);
+        for (const wf of listed) {
+          const next = wf.unmet ? "not scheduled" : (wf.next_run ?? "never");
+          const last = wf.last_run;
+          const result = last ? `${last.status}${last.error ? ` (${last.error})` : ""} at ${last.started_at}, ${last.handled} handled` : "never run";
+          lines.push(wf.name.padEnd(20) + wf.schedule.padEnd(18) + wf.timezone.padEnd(16) + next.padEnd(26) + result);
         }
         return print(lines.join("\n"));
       }
       case "run": {
         const { values, positionals } = parseArgs({ args: rest, options: { "dry-run": { type: "boolean" } }, strict: true, allowPositionals: true });
         const [name] = expectArgs(positionals, ["NAME"]);
-        const wf = loaded.find((w) => w.name === name);
-        if (!wf) throw new UsageError(`no workflow named "${name}" in ${app.config.WORKFLOWS_DIR}`);
-        const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
-        if (unmet) throw new AppError("SERVICE_UNAVAILABLE", `workflow ${name} ${unmet.replace("; not scheduled", "")}`);
-        const result = await runWorkflow(deps, wf, { trigger: "manual", dryRun: values["dry-run"] ?? false });
+        const result = await runNow(set, name!, values["dry-run"] ?? false);
         print(result);
         if (result.status !== "ok") process.exitCode = 1;
         return;
@@ -122,11 +135,116 @@ async function workflows(args: string[]) {
   }
 }
 
+/** `--events a,b` as a list (the schema then names an unknown or repeated type). */
+const eventList = (value: string | undefined) => value?.split(",").map((t) => t.trim());
+
+async function webhooks(args: string[]) {
+  const [sub, ...rest] = args;
+  const known = ["create", "list", "update", "delete", "rotate-secret", "deliveries", "replay"];
+  if (!sub || !known.includes(sub)) throw new UsageError(`unknown webhooks command ${sub ? `"${sub}"` : "(none)"}; use ${known.join(", ")}`);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: {
+      events: { type: "string" },
+      "all-events": { type: "boolean" },
+      description: { type: "string" },
+      url: { type: "string" },
+      enable: { type: "boolean" },
+      disable: { type: "boolean" },
+      status: { type: "string" },
+      limit: { type: "string" },
+      since: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
+  const allowed: Record<string, string[]> = {
+    create: ["events", "description"],
+    list: [],
+    update: ["url", "events", "all-events", "description", "enable", "disable"],
+    delete: [],
+    "rotate-secret": [],
+    deliveries: ["status", "limit"],
+    replay: ["since"],
+  };
+  const extra = Object.keys(values).find((name) => !allowed[sub]!.includes(name));
+  if (extra) throw new UsageError(`webhooks ${sub} does not take --${extra}`);
+  const app = await openApp();
+  const store = app.storage.webhooks;
+  const deps = { webhooks: store, allowPrivateUrls: app.config.ALLOW_PRIVATE_URLS };
+  try {
+    switch (sub) {
+      case "create": {
+        const [url] = expectArgs(positionals, ["URL"]);
+        const input = parseInput(createEndpointInput, { url, events: eventList(values.events), description: values.description });
+        print(await createEndpoint(deps, input));
+        process.stderr.write("Created the endpoint. Store its secret now: it is not shown again.\n");
+        return;
+      }
+      case "list": {
+        expectArgs(positionals, []);
+        const rows = await listEndpoints(store);
+        if (rows.length === 0) return print("no webhook endpoints");
+        const state = (e: (typeof rows)[number]) => (e.enabled ? "enabled" : `disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ""}`);
+        print(["ID".padEnd(36) + "STATE".padEnd(20) + "EVENTS".padEnd(50) + "URL"]
+          .concat(rows.map((e) => e.id.padEnd(36) + state(e).padEnd(20) + (e.events?.join(",") ?? "all").padEnd(50) + e.url))
+          .join("\n"));
+        return;
+      }
+      case "update": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        if (values.events !== undefined && values["all-events"]) throw new UsageError("give --events or --all-events, not both");
+        if (values.enable && values.disable) throw new UsageError("give --enable or --disable, not both");
+        const input = parseInput(updateEndpointInput, {
+          id,
+          url: values.url,
+          events: values["all-events"] ? null : eventList(values.events),
+          description: values.description,
+          enabled: values.enable ? true : values.disable ? false : undefined,
+        });
+        return print(await updateEndpoint(deps, input));
+      }
+      case "delete": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        await deleteEndpoint(store, id!);
+        return print(`deleted ${id}`);
+      }
+      case "rotate-secret": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        print(await rotateSecret(store, id!));
+        process.stderr.write("New secret made. Store it now: it is not shown again; the old one also signs for 24 hours.\n");
+        return;
+      }
+      case "deliveries": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        const input = parseInput(deliveriesInput, { id, status: values.status, limit: values.limit });
+        const rows = await listDeliveries(store, input);
+        if (rows.length === 0) return print(`no deliveries${input.status ? ` ${input.status}` : ""} for ${id}`);
+        const last = (d: (typeof rows)[number]) => (d.last_status !== null ? `HTTP ${d.last_status}` : (d.last_error ?? "-"));
+        print(["ID".padEnd(38) + "EVENT".padEnd(38) + "TYPE".padEnd(24) + "STATE".padEnd(11) + "ATTEMPTS".padEnd(10) + "LAST".padEnd(24) + "NEXT ATTEMPT"]
+          .concat(rows.map((d) => d.id.padEnd(38) + d.event_id.padEnd(38) + d.event_type.padEnd(24) + d.state.padEnd(11) + String(d.attempts).padEnd(10) + last(d).slice(0, 22).padEnd(24) + (d.next_attempt_at ?? "-")))
+          .join("\n"));
+        return;
+      }
+      case "replay": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        if (values.since === undefined) throw new UsageError("webhooks replay takes --since ISO, e.g. --since 2026-11-21T09:30:00Z");
+        const queued = await replayEvents(store, parseInput(replayInput, { id, since: values.since }));
+        return print({ success: true, queued });
+      }
+    }
+  } finally {
+    await app.storage.close();
+  }
+}
+
 async function main(argv: string[]) {
   const [command, ...args] = argv;
   switch (command) {
     case "keys":
       return keys(args);
+    case "webhooks":
+      return webhooks(args);
     case "workflows":
       return workflows(args);
     case "send": {
@@ -145,7 +263,7 @@ async function main(argv: string[]) {
       try {
         if (app.network.name !== "loopback") throw new UsageError(`inbound works on the loopback network (NETWORK is ${app.network.name})`);
         const input = parseInput(inboundInput(app.config.MAX_MESSAGE_LENGTH), { phone, message });
-        const { record } = await recordInbound(app.storage.messages, "loopback", input);
+        const { record } = await recordInbound(app.storage, "loopback", { phone: input.phone, message: input.message ?? "" });
         return print({ success: true, message_id: record.id, timestamp: record.timestamp });
       } finally {
         await app.storage.close();

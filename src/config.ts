@@ -96,6 +96,28 @@ export const configSchema = z.object({
   /** Worker mode only: run workflows against this Textwire server instead of the local database. */
   TEXTWIRE_URL: z.url("must be a URL, e.g. https://textwire.example.com").optional(),
   TEXTWIRE_API_KEY: apiKey.optional(),
+  /** Seconds after a failed webhook attempt before the next one, each with up to 10 % jitter (docs/webhooks.md). */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .trim()
+    .default("5,300,1800,7200,18000,36000,36000")
+    .transform((s) => s.split(",").map((v) => v.trim()))
+    .pipe(
+      z
+        .array(z.string().regex(/^\d+(\.\d+)?$/, "must be comma-separated seconds, e.g. 5,300,1800").transform(Number))
+        .max(50, "must have at most 50 retries"),
+    ),
+  /** Where media files are kept: a folder (relative to the working directory) or s3://bucket/prefix (docs/operations.md). */
+  MEDIA_STORE: z
+    .string()
+    .trim()
+    .min(1, "must not be empty")
+    .refine((v) => !v.startsWith("s3://") || /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(v), "must be a folder or s3://bucket/prefix")
+    .default("./data/media"),
+  /** Signs the media URLs networks fetch (Twilio's MediaUrl); unset: a random secret kept in the database. */
+  MEDIA_URL_SECRET: z.string().min(24, "must be at least 24 characters").optional(),
+  /** Lets webhook endpoints be http and point at private, loopback and link-local addresses (development and tests). */
+  ALLOW_PRIVATE_URLS: z.enum(["true", "false"], "must be true or false").default("false").transform((v) => v === "true"),
 });
 
 export type Config = z.output<typeof configSchema>;

@@ -8,6 +8,8 @@ import { AppError } from "./errors";
 import { createLogger, errorText, type Logger } from "./log";
 import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
+import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
+import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
 import { startWorker } from "./workflows/worker";
 
@@ -19,6 +21,8 @@ const STALE_QUEUED_ERROR = "interrupted: the process stopped before the network 
 const MAINTENANCE_LEASE = "maintenance";
 /** How often to ask a network for what its webhooks missed (BlueBubbles does not retry them). */
 const CATCH_UP_EVERY_MS = 3 * 60_000;
+/** Webhook deliveries settled (and events with none pending) are kept this long. */
+const WEBHOOK_LOG_RETENTION_MS = 30 * 24 * 60 * 60_000;
 const MODES = ["all", "api", "worker"] as const;
 type Mode = (typeof MODES)[number];
 
@@ -87,6 +91,10 @@ function startMaintenance(app: App, log: Logger, owner: string) {
     if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
     const oldRuns = await storage.workflows.purgeRunsOlderThan(retentionMs);
     if (oldRuns > 0) log.info("deleted old workflow run records", { count: oldRuns });
+    const expiredSessions = await storage.sessions.purgeExpired();
+    if (expiredSessions > 0) log.info("deleted expired console sessions", { count: expiredSessions });
+    const oldWebhooks = await storage.webhooks.purgeOlderThan(WEBHOOK_LOG_RETENTION_MS);
+    if (oldWebhooks.deliveries > 0 || oldWebhooks.events > 0) log.info("deleted old webhook deliveries and events", oldWebhooks);
     started = true;
   }, log);
   return {
@@ -159,6 +167,8 @@ let catchUp: Repeating | undefined;
 let reconcile: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
+let deliverer: Deliverer | undefined;
+let scheduledSender: ScheduledSender | undefined;
 
 async function shutdown(signal: string) {
   if (stopping) return;
@@ -171,7 +181,7 @@ async function shutdown(signal: string) {
     log.warn("in-flight work did not finish in time; exiting");
     process.exit(0);
   }, SHUTDOWN_GRACE_MS + 1000);
-  await Promise.all([released, server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS))]);
+  await Promise.all([released, server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS)), deliverer?.stop(SHUTDOWN_GRACE_MS), scheduledSender?.stop(SHUTDOWN_GRACE_MS)]);
   clearTimeout(forced);
   await storage.close();
   log.info("stopped");
@@ -192,4 +202,15 @@ if (mode !== "worker") {
     log.warn("BLUEBUBBLES_SEND_TIMEOUT_MS is below the BlueBubbles server's own 2-minute wait: slow sends will be answered 504 and settled later");
   }
 }
-if (mode !== "api") worker = startWorker(app, log, mode === "worker" && config.TEXTWIRE_URL !== undefined);
+if (mode !== "api") {
+  const remote = mode === "worker" && config.TEXTWIRE_URL !== undefined;
+  worker = startWorker(app, log, remote);
+  // A remote worker's database is not the server's: the server's own processes deliver
+  // webhooks and send scheduled messages.
+  if (!remote) {
+    deliverer = startDeliverer({ storage, config, log, owner });
+    log.info("delivering outbound webhooks", { owner });
+    scheduledSender = startScheduledSender(app);
+    log.info("sending scheduled messages");
+  }
+}

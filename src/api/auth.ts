@@ -1,36 +1,96 @@
 import type { App } from "../app";
+import { csrfMatches, sessionAuth, type LiveSession } from "../auth/sessions";
 import { AppError } from "../errors";
 import { rateLimitHeaders } from "./rate-limit";
 
 const BEARER = /^bearer +(\S+) *$/i;
+/** The console's session cookie (src/api/console.ts sets it). */
+export const SESSION_COOKIE = "textwire_session";
+const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;)\\s*${SESSION_COOKIE}=([^;]*)`);
+
+/**
+ * A failed authentication, counted against the client address (20 a minute): `error`,
+ * or 429 once the address is past that count.
+ */
+export function authFailure(app: App, clientAddress: string, error: AppError): AppError {
+  const failures = app.authFailures.take(clientAddress);
+  if (failures.allowed) return error;
+  return new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
+    "Retry-After": String(failures.retryAfterSeconds),
+  });
+}
+
+/** The session cookie's value, or undefined when the request has none (or an empty one, as a cleared cookie may linger). */
+function sessionToken(req: Request): string | undefined {
+  return SESSION_COOKIE_VALUE.exec(req.headers.get("cookie") ?? "")?.[1]?.trim() || undefined;
+}
+
+/**
+ * The live console session of the request's cookie: undefined without a cookie; a cookie
+ * that names no live session (expired, signed out, its key revoked) is a counted 401.
+ */
+export async function cookieSession(app: App, req: Request, clientAddress: string): Promise<(LiveSession & { token: string }) | undefined> {
+  const token = sessionToken(req);
+  if (token === undefined) return undefined;
+  const session = await sessionAuth(app, token);
+  if (session) return { ...session, token };
+  throw authFailure(app, clientAddress, new AppError("UNAUTHORIZED", "session: expired or signed out; sign in again", { "WWW-Authenticate": "Bearer" }));
+}
+
+/**
+ * A state-changing request on a session must come from the server's own pages: `Origin`
+ * one of its own and `X-CSRF-Token` the session's, else 403. Safe methods pass.
+ */
+export function checkCsrf(req: Request, session: LiveSession, isOwnOrigin: (origin: string) => boolean): void {
+  if (req.method === "GET" || req.method === "HEAD") return;
+  const origin = req.headers.get("origin");
+  if (origin === null || !isOwnOrigin(origin)) {
+    throw new AppError("FORBIDDEN", origin === null ? "origin: missing; a console request must come from the server's own pages" : "origin: not this server's own origin");
+  }
+  const presented = req.headers.get("x-csrf-token");
+  if (presented === null || !csrfMatches(session, presented)) {
+    throw new AppError("FORBIDDEN", presented === null ? "x-csrf-token: missing header" : "x-csrf-token: does not match the session's token");
+  }
+}
+
+export interface AuthOptions {
+  /** Rate-limit tokens the request takes: one per procedure call, so a tRPC batch of N takes N. */
+  calls?: number;
+  /** Given where a console session cookie may stand in for the key: whether an Origin is the server's own. */
+  isOwnOrigin?: (origin: string) => boolean;
+}
 
 /**
  * The one auth step of a request, before its body is read: a valid API key within its
- * rate limit (`calls` tokens: one per procedure call, so a tRPC batch of N takes N).
- * Only failures count against the client address (20 a minute), and only failures are
- * refused by that count: a valid key always gets past it. Returns the key's id and the
- * headers the response carries; throws 401 or 429.
+ * rate limit, or, where `isOwnOrigin` is given and no Authorization header is sent, a
+ * console session (as its key, same rate limit; its state-changing requests pass
+ * checkCsrf). Only failures count against the client address (20 a minute), and only
+ * failures are refused by that count: a valid key always gets past it. Returns the key's
+ * id and the headers the response carries; throws 401, 403 or 429.
  */
-export async function authenticate(
-  app: App,
-  req: Request,
-  clientAddress: string,
-  calls = 1,
-): Promise<{ keyId: string; headers: Record<string, string> }> {
-  const key = BEARER.exec(req.headers.get("authorization") ?? "")?.[1];
-  const keyId = key ? await app.verifyKey(key) : null;
-  if (!keyId) {
-    const failures = app.authFailures.take(clientAddress);
-    if (!failures.allowed) {
-      throw new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
-        "Retry-After": String(failures.retryAfterSeconds),
-      });
+export async function authenticate(app: App, req: Request, clientAddress: string, opts: AuthOptions = {}): Promise<{ keyId: string; headers: Record<string, string> }> {
+  const calls = opts.calls ?? 1;
+  const authorization = req.headers.get("authorization");
+  const { isOwnOrigin } = opts;
+  const session = isOwnOrigin && authorization === null ? await cookieSession(app, req, clientAddress) : undefined;
+  let keyId: string | null;
+  if (session && isOwnOrigin) {
+    checkCsrf(req, session, isOwnOrigin);
+    keyId = session.keyId;
+  } else {
+    const key = BEARER.exec(authorization ?? "")?.[1];
+    keyId = key ? await app.verifyKey(key) : null;
+    if (!keyId) {
+      throw authFailure(
+        app,
+        clientAddress,
+        new AppError(
+          "UNAUTHORIZED",
+          key ? "authorization: invalid API key" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'",
+          { "WWW-Authenticate": "Bearer" },
+        ),
+      );
     }
-    throw new AppError(
-      "UNAUTHORIZED",
-      key ? "authorization: invalid API key" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'",
-      { "WWW-Authenticate": "Bearer" },
-    );
   }
   if (!app.keyLimiter) return { keyId, headers: {} };
   const decision = app.keyLimiter.take(keyId, calls);

@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from "../db/errors";
 import { AppError, fieldIssues, issuesMessage, type ErrorCode, type ErrorDetails, type FieldIssue } from "../errors";
 
 /** Codes only the HTTP edge answers with (no procedure throws them). */
-type EdgeCode = "REQUEST_HEADER_FIELDS_TOO_LARGE";
+type EdgeCode = "REQUEST_HEADER_FIELDS_TOO_LARGE" | "RANGE_NOT_SATISFIABLE";
 
 /** The one map from error codes to HTTP statuses. */
 export const HTTP_STATUS: Record<ErrorCode | EdgeCode, number> = {
@@ -15,6 +15,7 @@ export const HTTP_STATUS: Record<ErrorCode | EdgeCode, number> = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  RANGE_NOT_SATISFIABLE: 416,
   TOO_MANY_REQUESTS: 429,
   REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
   INTERNAL_SERVER_ERROR: 500,

@@ -7,7 +7,9 @@ import { applyNetworkEvents } from "../messages/network-events";
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE, describeError, errorResponse, HTTP_STATUS, type ErrorBody } from "./errors";
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
+import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
 import { checkHealth } from "./health";
+import { API_MEDIA_PREFIX, serveMedia, serveSignedMedia, SIGNED_MEDIA_PREFIX } from "./media";
 import { buildOpenApiDocument, docsResponse } from "./openapi";
 import { restOperations, type RestOperation } from "./rest";
 import { createAppRouter } from "./router";
@@ -85,12 +87,12 @@ function trpcCalls(url: URL): number {
 
 type Handler = (req: Request, url: URL, ctx: Context) => Promise<Response> | Response;
 
-/** A REST operation on HTTP: the JSON body read (415, 413, 400 first), the procedure's output as JSON. */
+/** A REST operation on HTTP: the JSON body read when it takes one (415, 413, 400 first), the procedure's output as JSON. */
 function restHandler(operation: RestOperation): Handler {
   return async (req, url, ctx) => {
-    const body = operation.method === "GET" ? undefined : parseJson(await readJsonText(req));
+    const body = operation.takesBody ? parseJson(await readJsonText(req)) : undefined;
     const output = await operation.call({ ctx, path: url.pathname, body, query: url.searchParams, signal: req.signal });
-    return new Response(JSON.stringify(output), { headers: { "Content-Type": "application/json" } });
+    return new Response(JSON.stringify(output), { status: operation.status, headers: { "Content-Type": "application/json" } });
   };
 }
 
@@ -101,14 +103,16 @@ interface Route {
   methods: Partial<Record<string, Handler>>;
   /** `key`: the API key first; `trpc`: the same, its failure answered by tRPC in its own format. */
   auth?: "key" | "trpc";
+  /** A console session cookie stands in for the key (src/api/auth.ts). */
+  session: boolean;
   /** The Allow header of a 405. */
   allow: string;
 }
 
-function route(match: Route["match"], methods: Route["methods"], auth?: Route["auth"]): Route {
+function route(match: Route["match"], methods: Route["methods"], auth?: Route["auth"], opts: { session?: boolean } = {}): Route {
   const names = Object.keys(methods);
   if (methods.GET) names.push("HEAD");
-  return { match, methods, auth, allow: names.join(", ") };
+  return { match, methods, auth, session: opts.session ?? false, allow: names.join(", ") };
 }
 
 export interface HttpHandler {
@@ -118,14 +122,17 @@ export interface HttpHandler {
 
 /**
  * The HTTP face of the one router, one straight line: head size → routing table (404,
- * 405) → one auth step → the route (REST through src/api/rest.ts, tRPC at /trpc, and the
- * routes without a key) → every error through errorResponse. Everything is built once here.
+ * 405) → one auth step → the route (REST through src/api/rest.ts, tRPC at /trpc, the
+ * console's sessions and pages in src/api/console.ts, and the routes without a key) →
+ * every error through errorResponse. Everything is built once here.
  */
 export function createHttpHandler(app: App): HttpHandler {
   const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
   const clientAddress = createClientAddress(app.config.TRUSTED_PROXIES);
   const operations = restOperations(router);
+  const origins = createOrigins(app.config);
+  const consoleRoutes = createConsoleRoutes(app, origins, async (req) => parseJson(await readJsonText(req)));
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
     // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
@@ -153,7 +160,7 @@ export function createHttpHandler(app: App): HttpHandler {
     const driver = app.network;
     const subpath = url.pathname.slice(`/webhooks/${driver.name}/`.length);
     const { response, ...events } = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
-    const applied = await applyNetworkEvents(app.storage.messages, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH });
+    const applied = await applyNetworkEvents(app.storage, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media });
     app.log.info("webhook", { network: driver.name, ...applied });
     return response;
   };
@@ -170,7 +177,15 @@ export function createHttpHandler(app: App): HttpHandler {
     route((p) => p === "/docs" || p.startsWith("/docs/"), {
       GET: (_req, url) => docsResponse(url.pathname) ?? errorResponse({ code: "NOT_FOUND", message: `no route GET ${url.pathname}` }),
     }),
-    route((p) => p.startsWith("/trpc/"), { GET: serveTrpc, POST: serveTrpc }, "trpc"),
+    route((p) => p.startsWith("/trpc/"), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true }),
+    // Media bytes are not JSON: served here, not through the router (src/api/media.ts); by
+    // session too, so the console's <img src="/api/media/…"> works.
+    route((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length), { GET: (req, url) => serveMedia(app, req, url) }, "key", { session: true }),
+    // The operator console (src/api/console.ts): its sessions, its built files, its pages.
+    route((p) => p === CONSOLE_SESSION_PATH, { GET: consoleRoutes.session, POST: consoleRoutes.signIn, DELETE: consoleRoutes.signOut }),
+    route((p) => p.startsWith(CONSOLE_ASSETS_PREFIX), { GET: consoleRoutes.asset }),
+    route((p) => p === "/console" || p.startsWith("/console/"), { GET: consoleRoutes.page }),
+    route((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length), { GET: (req, url) => serveSignedMedia(app, req, url) }),
   ];
   if (app.network.webhook && app.network.name !== "loopback") {
     const prefix = `/webhooks/${app.network.name}`;
@@ -222,7 +237,10 @@ export function createHttpHandler(app: App): HttpHandler {
     }
     if (row.auth) {
       try {
-        const { keyId, headers } = await authenticate(app, req, ctx.ip, row.auth === "trpc" ? trpcCalls(url) : 1);
+        const { keyId, headers } = await authenticate(app, req, ctx.ip, {
+          calls: row.auth === "trpc" ? trpcCalls(url) : 1,
+          ...(row.session ? { isOwnOrigin: (origin: string) => origins.isOwn(origin, req, url, ctx.peer) } : {}),
+        });
         ctx.keyId = keyId;
         Object.assign(ctx.responseHeaders, headers);
       } catch (err) {
@@ -240,7 +258,7 @@ export function createHttpHandler(app: App): HttpHandler {
       const started = performance.now();
       const url = new URL(req.url);
       const ip = clientAddress(peer, req.headers.get("x-forwarded-for"));
-      const ctx: Context = { app, req, ip, requestId, responseHeaders: {} };
+      const ctx: Context = { app, req, ip, peer, requestId, responseHeaders: {} };
       let res: Response;
       let status: number;
       try {

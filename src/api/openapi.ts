@@ -1,9 +1,10 @@
 import { dirname, join } from "node:path";
-import { generateOpenApiDocument, getPathRegExp, normalizePath, type OpenApiMeta } from "trpc-to-openapi";
+import { generateOpenApiDocument, getPathRegExp, normalizePath } from "trpc-to-openapi";
 import pkg from "../../package.json";
 import type { ErrorCode } from "../errors";
 import { HTTP_STATUS } from "./errors";
 import type { AppRouter } from "./router";
+import type { Meta } from "./trpc";
 
 type Json = Record<string, unknown>;
 
@@ -107,6 +108,7 @@ const ERROR_TEXT: Record<number, [description: string, example: string]> = {
   ],
   413: ["Body larger than 1 MiB.", "body: larger than 1048576 bytes"],
   415: ["Body not `application/json` (parameters such as `charset=utf-8` are fine).", "content-type: must be application/json (got text/plain)"],
+  416: ["The `Range` asks for bytes the file does not have; `Content-Range: bytes */<size>` says its size.", "range: outside the file's 5120 bytes"],
   429: [
     "Too many requests: the key's rate limit, or too many failed authentications from this address. Wait `Retry-After` seconds.",
     "rate limit exceeded; retry in 1 s",
@@ -131,7 +133,8 @@ function documentedError(status: number, description: string | undefined, keyed:
   const text = ERROR_TEXT[status];
   if (!code || !text) throw new Error(`openapi: no error code answers HTTP ${status}`);
   const headers: Json = { "X-Request-Id": ref("headers", "X-Request-Id") };
-  if (keyed && status !== 401 && status !== 404 && status !== 405) {
+  // Sent once the key is accepted: a 404 of a route (no such endpoint) has them, a 401 or 405 never.
+  if (keyed && status !== 401 && status !== 405) {
     for (const name of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) headers[name] = ref("headers", name);
   }
   if (status === 429) headers["Retry-After"] = ref("headers", "Retry-After");
@@ -191,7 +194,7 @@ const NETWORK_WEBHOOKS: Record<string, Json> = {
         tags: ["webhooks"],
         summary: "Twilio: an inbound message",
         description:
-          "Set as the number's (or Messaging Service's) incoming message webhook. Stores an inbound message when the form has MessageSid (or SmsSid), From and a Body (or NumMedia above 0); the same MessageSid twice stores one message. Any other field Twilio sends is signed and ignored.",
+          "Set as the number's (or Messaging Service's) incoming message webhook. Stores an inbound message when the form has MessageSid (or SmsSid), From and a Body or media (NumMedia above 0); the same MessageSid twice stores one message. Any other field Twilio sends is signed and ignored.",
         security: [],
         parameters: [twilioSignature],
         requestBody: form(
@@ -201,7 +204,7 @@ const NETWORK_WEBHOOKS: Record<string, Json> = {
             From: "The sender, E.164.",
             To: "Our number.",
             Body: "The text.",
-            NumMedia: "How many media files came with it; a message with media and no text is stored as `[N media attachments]`.",
+            NumMedia: "How many media files came with it, at MediaUrl0… (typed by MediaContentType0…): each is downloaded with the account's credentials and kept; a message with media and no text has empty text.",
           },
           "Twilio's webhook form, any content type (the body is read as a form).",
         ),
@@ -280,6 +283,62 @@ const NETWORK_WEBHOOKS: Record<string, Json> = {
   },
 };
 
+/** The bytes of a kept file, whole or one range (src/api/media.ts). */
+const mediaOperation = (method: "get" | "head", signed: boolean) => {
+  const body = method === "get";
+  const bytes = (description: string) => (body ? { content: { "*/*": { schema: { type: "string", contentMediaType: "application/octet-stream" } } }, description } : { description });
+  const fileHeaders = {
+    ...REQUEST_ID,
+    "Content-Type": { description: "The file's type, as fetched (or sniffed from its first bytes).", schema: { type: "string", example: "image/jpeg" } },
+    "Content-Length": { description: "Bytes in this response.", schema: { type: "integer", minimum: 0 } },
+    "Accept-Ranges": { description: "Ranges are answered.", schema: { type: "string", const: "bytes" } },
+    ETag: { description: "The file's validator: its bytes never change.", schema: { type: "string", example: '"med_5b1e0c9d8a7f4e3b2c1d0e9f8a7b6c5d"' } },
+  };
+  const keyed = !signed;
+  const range = {
+    name: "Range",
+    in: "header",
+    required: false,
+    schema: { type: "string", example: "bytes=0-1023" },
+    description: "One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n` (the last n bytes). Anything else is ignored and the whole file is sent.",
+  };
+  const id = { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^med_[0-9a-f]{32}$" }, description: "The media id, from a message record's `media`." };
+  const parameters: Json[] = [id, range];
+  if (signed) {
+    parameters.push(
+      { name: "expires", in: "query", required: true, schema: { type: "integer" }, description: "Unix seconds after which the link no longer works." },
+      { name: "sig", in: "query", required: true, schema: { type: "string" }, description: "Hex HMAC-SHA256 of `<id>.<expires>` with the server's media URL secret." },
+    );
+  }
+  return {
+    operationId: `${signed ? "signed-media" : "media"}${body ? "" : "-head"}`,
+    tags: ["messages"],
+    summary: signed ? `A media file by signed link${body ? "" : " (headers only)"}` : `A media file's bytes${body ? "" : " (headers only)"}`,
+    description: signed
+      ? "No API key: the link itself is the permission. Textwire gives such links to networks that fetch files themselves (Twilio's MediaUrl); they expire after 24 hours."
+      : "The bytes of one file of a message (`media[].url` of its record). `Range` is answered with 206.",
+    security: signed ? [] : [{ bearerAuth: [] }],
+    parameters,
+    responses: {
+      "200": { ...bytes("The whole file."), headers: fileHeaders },
+      "206": { ...bytes("The range asked for."), headers: { ...fileHeaders, "Content-Range": { description: "`bytes a-b/size`.", schema: { type: "string", example: "bytes 0-1023/52311" } } } },
+      "304": { description: "`If-None-Match` names this file's ETag: the copy the client has is current.", headers: REQUEST_ID },
+      ...(keyed ? { "401": documentedError(401, undefined, true) } : { "403": documentedError(403, "`sig` missing or wrong, or the link expired.", false) }),
+      "404": documentedError(404, "No media with this id.", keyed),
+      "405": documentedError(405, "Only GET and HEAD.", false),
+      "416": documentedError(416, undefined, keyed),
+      ...(keyed ? { "429": documentedError(429, undefined, true) } : {}),
+      "500": documentedError(500, undefined, keyed),
+      "503": documentedError(503, undefined, keyed),
+    },
+  };
+};
+
+const MEDIA_PATHS = {
+  "/api/media/{id}": { get: mediaOperation("get", false), head: mediaOperation("head", false) },
+  "/media/{id}": { get: mediaOperation("get", true), head: mediaOperation("head", true) },
+};
+
 const HEALTH_STATUS = {
   type: "object",
   required: ["status"],
@@ -306,18 +365,26 @@ const healthOperation = (method: "get" | "head") => {
   };
 };
 
+/**
+ * The error statuses routes answer, for their meta's `errorResponses` (src/api/routers/): ""
+ * takes the status's usual description, text says more. Every keyed route; one with a JSON body.
+ */
+export const READ_ERRORS = { 400: "", 401: "", 405: "", 429: "", 500: "" };
+export const BODY_ERRORS = { ...READ_ERRORS, 413: "", 415: "" };
+
 const TAGS = [
   { name: "messages", description: "Send, read history, poll, generate." },
+  { name: "contacts", description: "Contacts' opt-out state (STOP and START)." },
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
+  { name: "webhook-endpoints", description: "Outbound webhooks: where Textwire POSTs its events, signed (docs/webhooks.md)." },
+  { name: "events", description: "What happened, oldest first: the events webhook endpoints get, to read with a cursor." },
   { name: "health", description: "Liveness for load balancers and orchestrators." },
 ];
 
-type Meta = NonNullable<OpenApiMeta["openapi"]>;
-
-/** Each REST procedure's route and the error statuses its meta lists (src/api/routers/). */
-function restRoutes(router: AppRouter): Meta[] {
-  const procedures = router._def.procedures as unknown as Record<string, { _def: { meta?: OpenApiMeta } }>;
-  return Object.values(procedures).flatMap((p) => (p._def.meta?.openapi ? [p._def.meta.openapi] : []));
+/** Each REST procedure's route, success status and the error statuses its meta lists (src/api/routers/). */
+function restRoutes(router: AppRouter): (NonNullable<Meta["openapi"]> & { successStatus: number })[] {
+  const procedures = router._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
+  return Object.values(procedures).flatMap(({ _def: { meta } }) => (meta?.openapi ? [{ ...meta.openapi, successStatus: meta.successStatus ?? 200 }] : []));
 }
 
 /** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
@@ -340,7 +407,7 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
       ...(meta.requestHeaders?.shape["Idempotency-Key"] ? { "Idempotent-Replayed": ref("headers", "Idempotent-Replayed") } : {}),
     };
     op.responses = {
-      "200": success,
+      [meta.successStatus]: success,
       ...Object.fromEntries(Object.entries(errors).map(([status, text]) => [status, documentedError(Number(status), text || undefined, keyed)])),
     };
     for (const param of (op.parameters ?? []) as Json[]) {
@@ -348,7 +415,7 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
       if (!param.description && typeof schema?.description === "string") param.description = schema.description;
     }
   }
-  Object.assign(paths, { "/health": { get: healthOperation("get"), head: healthOperation("head") } }, NETWORK_WEBHOOKS[network] ?? {});
+  Object.assign(paths, MEDIA_PATHS, { "/health": { get: healthOperation("get"), head: healthOperation("head") } }, NETWORK_WEBHOOKS[network] ?? {});
   const components = (doc.components ?? {}) as Json;
   const schemas = Object.fromEntries(Object.entries((components.schemas ?? {}) as Json).filter(([name]) => !name.startsWith("error.")));
   components.schemas = { ...schemas, ...ERROR_SCHEMAS, Health: HEALTH_STATUS };

@@ -1,6 +1,7 @@
 import type { AnyProcedure, AnyRouter } from "@trpc/server";
 import { z } from "zod";
 import {
+  acceptsRequestBody,
   coerceSchema,
   getInputOutputParsers,
   getPathRegExp,
@@ -9,16 +10,15 @@ import {
   instanceofZodTypeOptional,
   normalizePath,
   unwrapZodType,
-  type OpenApiMeta,
 } from "trpc-to-openapi";
-import type { Context } from "./trpc";
+import type { Context, Meta } from "./trpc";
 
 /** How a REST operation gets its request: the JSON body (POST) or the query (GET), read by the HTTP edge. */
 export interface RestRequest {
   ctx: Context;
   /** The path, already matched against `pattern`. */
   path: string;
-  /** The parsed JSON body of a POST; undefined for GET. */
+  /** The parsed JSON body when the operation takes one; else undefined. */
   body: unknown;
   query: URLSearchParams;
   signal: AbortSignal;
@@ -28,6 +28,10 @@ export interface RestRequest {
 export interface RestOperation {
   method: string;
   pattern: RegExp;
+  /** Whether it reads a JSON body: a POST or PATCH whose input has fields besides the path's. */
+  takesBody: boolean;
+  /** The status of a success: 200, or 201 for a creation. */
+  status: number;
   /** Runs the procedure through its middlewares (auth, input and output schemas) and answers its output. */
   call(request: RestRequest): Promise<unknown>;
 }
@@ -44,37 +48,45 @@ export interface RestOperation {
 export function restOperations(router: AnyRouter): RestOperation[] {
   const operations: RestOperation[] = [];
   for (const [path, procedure] of Object.entries(router._def.procedures as Record<string, AnyProcedure>)) {
-    const openapi = (procedure._def.meta as OpenApiMeta | undefined)?.openapi;
+    const meta = procedure._def.meta as Meta | undefined;
+    const openapi = meta?.openapi;
     if (!openapi || openapi.enabled === false || procedure._def.type === "subscription") continue;
-    operations.push(operation(path, procedure, openapi.method, getPathRegExp(normalizePath(openapi.path))));
+    operations.push(operation(path, procedure, openapi.method, normalizePath(openapi.path), meta?.successStatus ?? 200));
   }
   return operations;
 }
 
-function operation(path: string, procedure: AnyProcedure, method: string, pattern: RegExp): RestOperation {
+function operation(path: string, procedure: AnyProcedure, method: string, route: string, status: number): RestOperation {
+  const pattern = getPathRegExp(route);
   const type = procedure._def.type;
   const { inputParser } = getInputOutputParsers(procedure);
   const schema = unwrapZodType(inputParser as never, true);
   const takesInput = !instanceofZodTypeLikeVoid(schema);
   // Query values are strings: the schema coerces them (once, in place, as trpc-to-openapi does).
   const arrayFields: string[] = [];
+  // GET and DELETE take their input from the query and path; the others from a JSON body and the path.
+  const reading = !acceptsRequestBody(method as "GET");
+  let takesBody = false;
   if (instanceofZodTypeObject(schema)) {
+    const pathFields = [...route.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+    takesBody = !reading && Object.keys((schema as z.ZodObject).shape).some((field) => !pathFields.includes(field));
     for (const [field, shape] of Object.entries((schema as z.ZodObject).shape)) {
       const inner = instanceofZodTypeOptional(shape) ? (shape as z.ZodOptional).unwrap() : shape;
       if (inner instanceof z.ZodArray) arrayFields.push(field);
     }
     coerceSchema(schema as never);
   }
-  const reading = method === "GET";
 
   return {
     method,
     pattern,
+    takesBody,
+    status,
     call({ ctx, path: requestPath, body, query, signal }) {
       let input: Record<string, unknown> | undefined;
       if (takesInput) {
         const fields = pattern.exec(requestPath)?.groups;
-        input = reading ? { ...queryFields(query, arrayFields), ...fields } : { ...(body as object), ...fields };
+        input = reading ? { ...queryFields(query, arrayFields), ...fields } : { ...(body as object | undefined), ...fields };
       }
       return procedure({ ctx, path, type, getRawInput: async () => input, signal, batchIndex: 0 });
     },

@@ -1,6 +1,6 @@
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
-import type { z } from "zod";
+import { z } from "zod";
 import type { App } from "../app";
 import { AppError } from "../errors";
 import { isDatabaseUnavailable } from "../db/errors";
@@ -12,6 +12,8 @@ export interface Context {
   req: Request;
   /** The client's address: the socket's peer, or from X-Forwarded-For behind TRUSTED_PROXIES. */
   ip: string;
+  /** The socket's remote address (a proxy's, behind one). */
+  peer: string;
   requestId: string;
   /** Headers for the response, success or error, set by the procedures and the HTTP edge. */
   responseHeaders: Record<string, string>;
@@ -21,9 +23,12 @@ export interface Context {
   authError?: AppError;
 }
 
+/** trpc-to-openapi's meta, and the REST status of a success when it is not 200 (201 for a creation). */
+export type Meta = OpenApiMeta<{ successStatus?: 201 }>;
+
 const t = initTRPC
   .context<Context>()
-  .meta<OpenApiMeta>()
+  .meta<Meta>()
   .create({
     // Never stack traces in responses, whatever NODE_ENV says.
     isDev: false,
@@ -74,3 +79,6 @@ export function documentedOnly<S extends z.ZodType>(schema: S): S {
     parseAsync: { value: async (value: unknown) => value },
   }) as S;
 }
+
+/** The input of a procedure that takes none: `{}` or nothing at all. */
+export const noInput = z.object({}).optional();

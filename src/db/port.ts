@@ -6,10 +6,10 @@
  * implement it, each with its own Drizzle schema and migrations. No
  * file outside those two folders imports a database driver or a Drizzle dialect.
  *
- * Shape: one repository per aggregate (messages, idempotency keys, workflows, named
- * leases, API keys, generations, network state) and a unit of work,
- * `storage.transaction(async (tx) => …)`, whose `tx` has the same repositories bound to
- * one transaction. Every method is async.
+ * Shape: one repository per aggregate (messages, contacts, idempotency keys, workflows,
+ * named leases, API keys, console sessions, generations, network state, webhooks) and a
+ * unit of work, `storage.transaction(async (tx) => …)`, whose `tx` has the same
+ * repositories bound to one transaction. Every method is async.
  *
  * Rules every implementation keeps (the tests in test/unit run against each):
  *
@@ -34,6 +34,7 @@
  *   outer one waits for the transaction to end: a deadlock; on PostgreSQL it is another
  *   connection), and `tx` is not used once `fn` has settled. A throw rolls everything back.
  */
+import type { EventType } from "../events/types";
 import type { MessageStatus } from "../messages/status";
 import type { OptOutType, PendingMessage } from "../network/driver";
 
@@ -59,15 +60,52 @@ export interface MessageRow {
   updatedAt: number;
   /** Inbound only: the keyword class the network recognised. */
   optOutType: OptOutType | null;
+  /** The id of our message this one answers (a threaded reply); null when none. */
+  replyTo: string | null;
+  /** `scheduled` messages: when to send it (ms since the epoch); null otherwise. */
+  sendAt: number | null;
+  /** How many media rows the message has (0 for most): pages read media only for rows with some. */
+  mediaCount: number;
 }
 
 /** What a message record shows (pages read only these columns). */
-export type RecordRow = Pick<MessageRow, "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error">;
+export type RecordRow = Pick<
+  MessageRow,
+  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount"
+>;
 
-/** A message to store; the implementation gives it its timestamp and `updatedAt`. */
-export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error" | "optOutType"> & {
+/** A conversation as listed: its newest message and whether the contact opted out. */
+export type ConversationRow = RecordRow & { optedOut: boolean };
+
+/** One file of a message; the bytes are in the media store under `storeKey`. */
+export interface MediaRow {
+  /** `med_` + 32 hex digits. */
+  id: string;
+  messageId: string;
+  /** 0 to 9: the file's place among the message's. */
+  position: number;
+  contentType: string;
+  /** Bytes. */
+  size: number;
+  storeKey: string;
+  /** ms since the epoch. */
+  createdAt: number;
+}
+
+/** A file to store with its message: its position is its place in `NewMessage.media`, its time now. */
+export type NewMedia = Pick<MediaRow, "id" | "contentType" | "size" | "storeKey">;
+
+/**
+ * A message to store; the implementation gives it its timestamp and `updatedAt`, and
+ * `mediaCount` from `media`. `sendAt` goes with status `scheduled`.
+ */
+export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount"> & {
   error?: string | null;
   optOutType?: OptOutType | null;
+  replyTo?: string | null;
+  sendAt?: number | null;
+  /** Stored with the message, in the same transaction, in this order (at most 10). */
+  media?: readonly NewMedia[];
 };
 
 /** A delivery report as kept, with whether it moved the message. */
@@ -89,6 +127,7 @@ export interface MessageRepository {
    * stored timestamp + 1 µs), taken under a lock held to commit, so timestamps increase in
    * commit order. With a `networkId` already stored for this network and direction (a
    * unique constraint decides), stores nothing and returns the stored row, `created: false`.
+   * Its `media` are stored with it, atomically (none when it was not created).
    */
   insert(message: NewMessage): Promise<{ row: MessageRow; created: boolean }>;
 
@@ -107,6 +146,12 @@ export interface MessageRepository {
 
   /** One contact's messages, newest first, and how many there are in all, read from one snapshot. */
   history(phone: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+
+  /**
+   * The newest message of each phone with any message, newest first (ties by id), with the
+   * contact's opt-out; only phones containing `search` (a plain substring) when given.
+   */
+  conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
 
   /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. */
   inboundAfter(since: number, limit: number, phone?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
@@ -127,11 +172,62 @@ export interface MessageRepository {
    */
   failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<number>;
 
+  /**
+   * The media of these messages, each message's ordered by position; a message without
+   * media has no entry. One query, whatever the number of ids.
+   */
+  mediaOf(messageIds: readonly string[]): Promise<Map<string, MediaRow[]>>;
+
+  /** One media row by its id. */
+  media(id: string): Promise<MediaRow | undefined>;
+
+  /**
+   * One statement, safe across processes (PostgreSQL: FOR UPDATE SKIP LOCKED): moves up to
+   * `limit` messages `scheduled` with `sendAt` <= now (database clock) to `queued`
+   * (`updatedAt` now; the status trigger writes their events) and returns them, soonest
+   * first. The caller that moved a message is the one that sends it. On SQLite a read comes
+   * first: no write (no write lock) when nothing is due.
+   */
+  claimDueScheduled(limit: number): Promise<MessageRow[]>;
+
+  /**
+   * One statement: a `scheduled` message becomes `canceled` (final). Returns it as it is
+   * now, or undefined when there is no such message or it is no longer `scheduled`.
+   */
+  cancelScheduled(id: string): Promise<MessageRow | undefined>;
+
+  /** Messages waiting to be sent (`scheduled`), soonest `sendAt` first, and how many in all, from one snapshot. */
+  scheduled(limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+
   /** Keeps a delivery report; its `receivedAt` is now. */
   recordStatusReport(report: NewStatusReport): Promise<void>;
 
   /** The newest stored timestamp (µs), 0 when there are no messages. */
   newestTimestamp(): Promise<number>;
+}
+
+// ─── contacts ──────────────────────────────────────────────────────────────────────────
+
+/** A contact's opt-out state. No row: never opted out. */
+export interface ContactRow {
+  phone: string;
+  optedOut: boolean;
+  /** When it opted out (ms since the epoch); null when it is not opted out. */
+  optedOutAt: number | null;
+}
+
+/**
+ * The contacts table: one row a phone, made by its first message (which counts them) or by
+ * an opt-out, whichever comes first.
+ */
+export interface ContactRepository {
+  get(phone: string): Promise<ContactRow | undefined>;
+
+  /**
+   * One statement (upsert): opts the contact out (`optedOutAt` now, or kept when it was
+   * already out) or back in (`optedOutAt` null). Returns the row as it is now.
+   */
+  setOptedOut(phone: string, optedOut: boolean): Promise<ContactRow>;
 }
 
 // ─── idempotency keys ──────────────────────────────────────────────────────────────────
@@ -278,7 +374,10 @@ export interface WorkflowRepository {
   /** One statement: ends the real (not dry) runs a dead process left `running`, as errors with `error`; returns how many. */
   endInterruptedRuns(workflow: string, error: string): Promise<number>;
 
-  /** One statement: deletes the records of ended runs that started more than `ageMs` ago; returns how many. */
+  /**
+   * One statement: deletes the records of ended runs that started more than `ageMs` ago,
+   * except those an event still refers to (`workflow.run_failed`); returns how many.
+   */
   purgeRunsOlderThan(ageMs: number): Promise<number>;
 
   /** The runs that started last, newest first, at most `limit`. */
@@ -344,6 +443,34 @@ export interface ApiKeyRepository {
   activeIdByHash(hash: string): Promise<string | undefined>;
 }
 
+// ─── console sessions ──────────────────────────────────────────────────────────────────
+
+/** An operator console sign-in (src/auth/sessions.ts). */
+export interface SessionRow {
+  /** SHA-256 of the cookie token, hex. The token itself is never stored. */
+  idHash: string;
+  /** SHA-256 of the API key signed in with, hex: verified again on every request. */
+  keyHash: string;
+  csrfToken: string;
+  /** ms since the epoch. */
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface SessionRepository {
+  /** Stores a session created now that expires `ttlMs` from now (database clock); returns it. */
+  create(session: Pick<SessionRow, "idHash" | "keyHash" | "csrfToken">, ttlMs: number): Promise<SessionRow>;
+
+  /** The session with this hash while `expiresAt` is ahead (database clock); undefined otherwise. */
+  getActive(idHash: string): Promise<SessionRow | undefined>;
+
+  /** One statement: ends the session; false when there was none. */
+  delete(idHash: string): Promise<boolean>;
+
+  /** One statement: deletes the sessions that expired (database clock); returns how many. */
+  purgeExpired(): Promise<number>;
+}
+
 // ─── generations ───────────────────────────────────────────────────────────────────────
 
 /** A generated reply, sent or not. */
@@ -374,16 +501,180 @@ export interface NetworkStateRepository {
   set(network: string, key: string, value: string): Promise<void>;
 }
 
+// ─── events and outbound webhooks ──────────────────────────────────────────────────────
+
+/**
+ * An event as stored. Events are written by the database itself in the transaction of
+ * the change they report (triggers in the migrations): an inbound message stored
+ * (`message.received`), an outbound message's status moved by an applied update
+ * (`message.status_updated`), a real (not dry) workflow run ended as `error` or `timeout`
+ * (`workflow.run_failed`). The same trigger queues a delivery for every enabled endpoint
+ * subscribed to the type.
+ */
+export type EventRow =
+  | {
+      id: string;
+      type: "message.received" | "message.status_updated";
+      /** Microseconds since the epoch; unique and strictly increasing in commit order (the poll cursor rule). */
+      timestamp: number;
+      /** The message as it was at the event: status and error as the change left them. */
+      message: RecordRow;
+      /** Status events: the status before the change; null otherwise. */
+      previousStatus: MessageStatus | null;
+    }
+  | {
+      id: string;
+      type: "workflow.run_failed";
+      timestamp: number;
+      run: WorkflowRunRow;
+    };
+
+export interface WebhookEndpointRow {
+  /** `we_…` */
+  id: string;
+  url: string;
+  /** Null: every event type. */
+  events: EventType[] | null;
+  description: string | null;
+  enabled: boolean;
+  /** Why Textwire disabled it (`gone`: the endpoint answered 410; `failing`: 5 days of failures); null when enabled or disabled by a client. */
+  disabledReason: "gone" | "failing" | null;
+  /** `whsec_…` */
+  secret: string;
+  /** The secret before the last rotation, still signed with until `previousSecretUntil`. */
+  previousSecret: string | null;
+  /** ms since the epoch. */
+  previousSecretUntil: number | null;
+  /** The first failed attempt since the last success (ms); null when the last attempt succeeded or none was made. */
+  failingSince: number | null;
+  /** ms since the epoch. */
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type DeliveryState = "pending" | "succeeded" | "failed";
+
+/** One event's delivery to one endpoint, with its attempts so far. */
+export interface DeliveryRow {
+  /** `dlv_…` */
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: EventType;
+  state: DeliveryState;
+  /** Attempts made in the current series (a replay or a manual retry starts a new series). */
+  attempts: number;
+  /** HTTP status of the last attempt; null when it got no answer or none was made. */
+  lastStatus: number | null;
+  /** What went wrong on the last attempt (timeout, connection refused, blocked address, `HTTP 500`…). */
+  lastError: string | null;
+  /** ms since the epoch. */
+  lastAttemptAt: number | null;
+  /** When the next attempt is due (ms); null once succeeded or failed. */
+  nextAttemptAt: number | null;
+  createdAt: number;
+}
+
+/** A delivery leased to one process for one attempt, with what the attempt needs. */
+export interface ClaimedDelivery {
+  delivery: DeliveryRow;
+  endpoint: WebhookEndpointRow;
+  event: EventRow;
+}
+
+/** How an attempt ended, as the domain decided (src/webhooks/deliverer.ts). */
+export interface AttemptOutcome {
+  state: DeliveryState;
+  status: number | null;
+  error: string | null;
+  /** `pending` only: the next attempt is due this long from now (database clock). */
+  retryInMs?: number;
+}
+
+export interface WebhookRepository {
+  /** Stores an endpoint created now, enabled. */
+  createEndpoint(endpoint: Pick<WebhookEndpointRow, "id" | "url" | "events" | "description" | "secret">): Promise<WebhookEndpointRow>;
+  /** Oldest first. */
+  listEndpoints(): Promise<WebhookEndpointRow[]>;
+  getEndpoint(id: string): Promise<WebhookEndpointRow | undefined>;
+  /**
+   * Changes what is given. `enabled: true` also clears `disabledReason` and `failingSince`;
+   * `enabled: false` sets `disabledReason` to null (a client's choice). Undefined when there is no such endpoint.
+   */
+  updateEndpoint(
+    id: string,
+    patch: Partial<Pick<WebhookEndpointRow, "url" | "events" | "description" | "enabled">>,
+  ): Promise<WebhookEndpointRow | undefined>;
+  /** Deletes the endpoint and its deliveries; false when there is none. */
+  deleteEndpoint(id: string): Promise<boolean>;
+  /** New secret; the current one becomes `previousSecret` until `keepPreviousMs` from now. */
+  rotateSecret(id: string, secret: string, keepPreviousMs: number): Promise<WebhookEndpointRow | undefined>;
+
+  /** Events with `timestamp > since`, oldest first, at most `limit`, of `type` when given; `hasMore` when more follow. */
+  events(since: number, limit: number, type?: EventType): Promise<{ rows: EventRow[]; hasMore: boolean }>;
+
+  /** An endpoint's deliveries, newest first (by creation), of `state` when given. */
+  deliveries(endpointId: string, limit: number, state?: DeliveryState): Promise<DeliveryRow[]>;
+
+  /**
+   * One statement per delivery, safe across processes (PostgreSQL: FOR UPDATE SKIP LOCKED):
+   * leases to `owner` for `leaseMs` up to `limit` deliveries that are pending, due
+   * (`nextAttemptAt` <= now) and not leased (or leased with the lease expired), of enabled
+   * endpoints not in `skipEndpoints`, at most `perEndpoint` of any one endpoint, earliest
+   * due first. Returns them with their endpoint and event.
+   */
+  claimDue(owner: string, leaseMs: number, limit: number, perEndpoint: number, skipEndpoints: readonly string[]): Promise<ClaimedDelivery[]>;
+
+  /**
+   * One statement: records an attempt's outcome on a delivery `owner` still leases
+   * (attempts + 1, last status, error and attempt time, the new state, the next attempt
+   * from `retryInMs`, the lease let go). False when the lease was lost: nothing changes.
+   */
+  recordAttempt(deliveryId: string, owner: string, outcome: AttemptOutcome): Promise<boolean>;
+
+  /** One statement: the endpoint's last attempt succeeded: `failingSince` cleared. */
+  markSucceeding(endpointId: string): Promise<void>;
+
+  /**
+   * One statement: the endpoint's last attempt failed: `failingSince` set to now unless set.
+   * When it was set more than `disableAfterMs` ago, the endpoint is disabled (`failing`); true then.
+   */
+  markFailing(endpointId: string, disableAfterMs: number): Promise<boolean>;
+
+  /** One statement: disables the endpoint with that reason. */
+  disableEndpoint(endpointId: string, reason: "gone" | "failing"): Promise<void>;
+
+  /**
+   * Queues again, for this endpoint, every event with `timestamp > since` of the types it
+   * subscribes to: each delivery (new or existing) pending, due now, a new series
+   * (attempts 0), unleased. Returns how many.
+   */
+  replay(endpointId: string, since: number): Promise<number>;
+
+  /** One delivery of that endpoint pending, due now, a new series; undefined when there is none. */
+  retryNow(endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined>;
+
+  /**
+   * One statement each: deletes deliveries not pending whose last change is older than
+   * `ageMs`, then events older than `ageMs` that no delivery refers to any more (a pending
+   * one, or a recent entry of the delivery log, keeps its event). Returns how many of each.
+   */
+  purgeOlderThan(ageMs: number): Promise<{ deliveries: number; events: number }>;
+}
+
 // ─── the storage ───────────────────────────────────────────────────────────────────────
 
 export interface Repositories {
   readonly messages: MessageRepository;
+  readonly contacts: ContactRepository;
   readonly idempotency: IdempotencyRepository;
   readonly workflows: WorkflowRepository;
   readonly leases: LeaseRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly sessions: SessionRepository;
   readonly generations: GenerationRepository;
   readonly networkState: NetworkStateRepository;
+  readonly webhooks: WebhookRepository;
 }
 
 export interface Storage extends Repositories {

@@ -1,7 +1,7 @@
 import type { Config } from "../config";
 import { AppError } from "../errors";
 import type { Claim } from "../messages/idempotency";
-import { sendMessage, type MessagingDeps } from "../messages/service";
+import { refuseOptedOut, sendMessage, type MessagingDeps } from "../messages/service";
 import { messageTextProblem } from "../messages/text";
 import { isoTime } from "../messages/time";
 import type { GenerateRequest, Generator } from "./generator";
@@ -33,7 +33,8 @@ export const NO_GENERATOR =
 
 /**
  * Writes a reply with the generator and stores it; with `autoSend` it is sent exactly as
- * POST /api/send would send it. Unusable text is a BAD_GATEWAY and nothing is sent.
+ * POST /api/send would send it. Unusable text is a BAD_GATEWAY and nothing is sent. With
+ * `autoSend`, a contact that opted out is refused before anything is generated (FORBIDDEN).
  */
 export async function generateReply(
   deps: GeneratorDeps,
@@ -41,6 +42,8 @@ export async function generateReply(
   opts: { signal?: AbortSignal; claim?: Claim } = {},
 ): Promise<GeneratedReply> {
   if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
+  // The send would be refused: no generation is paid for (the send checks again).
+  if (request.autoSend) await refuseOptedOut(deps.storage, request.phone);
   const text = await deps.generator.generate(request, opts.signal);
   const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);
   if (problem) throw new AppError("BAD_GATEWAY", `generator: the reply is unusable: it ${problem}`);

@@ -82,6 +82,13 @@ async function decide(tx: Repositories, claim: Claim, print: string, lockMs: num
   }
   if (row.state === "done") return { replay: JSON.parse(row.response ?? "null") };
   const status = row.messageStatus;
+  const attached: unknown = row.messageId ? JSON.parse(row.response ?? "null") : null;
+  if (attached && typeof attached === "object" && "status" in attached && attached.status === "scheduled") {
+    // A scheduled send is answered once stored: its process stopped before remembering
+    // that answer, which stands whatever the message has become since.
+    await tx.idempotency.markDone(claim, JSON.stringify(attached));
+    return { replay: attached };
+  }
   if (row.messageId && (status === "sent" || status === "delivered")) {
     // Its process stopped after the network took the message: the answer stands,
     // with the status the message has now (it was attached while still queued).

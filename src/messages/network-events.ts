@@ -1,7 +1,9 @@
 import type { MessageRepository, Storage } from "../db/port";
 import type { Logger } from "../log";
-import type { DriverState, NetworkDriver, WebhookEvents } from "../network/driver";
+import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
+import type { DriverState, InboundMedia, NetworkDriver, OptOutType, WebhookEvents } from "../network/driver";
 import { isE164 } from "./phone";
+import type { MessageRecord } from "./schemas";
 import { recordInbound } from "./service";
 import { cleanInboundText } from "./text";
 
@@ -17,18 +19,45 @@ export interface AppliedEvents {
 }
 
 /**
+ * Stores one inbound message with its media: the files are downloaded first (a message
+ * already stored under this network id downloads nothing again), and one that cannot be
+ * downloaded is logged and left out, never the message (docs/networks.md).
+ */
+export async function storeInbound(
+  storage: Storage,
+  network: string,
+  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly InboundMedia[] },
+  log: Logger,
+  media: MediaDeps | undefined,
+): Promise<{ record: MessageRecord; duplicate: boolean }> {
+  const { media: wanted = [], ...message } = input;
+  let kept: KeptMedia[] = [];
+  if (wanted.length > 0) {
+    const stored = message.networkId ? await storage.messages.byNetworkId(network, "inbound", message.networkId) : undefined;
+    if (stored) return recordInbound(storage, network, message);
+    if (media) kept = await fetchInboundMedia(media, wanted, log, { network, networkId: message.networkId });
+    else log.warn("inbound media not downloaded: no media store", { network, networkId: message.networkId });
+  }
+  const result = await recordInbound(storage, network, { ...message, media: kept });
+  // Stored meanwhile by another request: its files are the ones kept.
+  if (result.duplicate && media) await discardMedia(media, kept, log);
+  return result;
+}
+
+/**
  * Stores what a network reported: inbound messages (once per network id) and delivery
  * reports (each kept with its time; the status rule decides whether it moves the message).
  * Inbound text of every network passes the rules of a sent message first (cleanInboundText:
  * cleaned or cut with a mark, never refused, since the network will not send it again).
  */
 export async function applyNetworkEvents(
-  messages: MessageRepository,
+  storage: Storage,
   network: string,
   events: WebhookEvents,
   log: Logger,
-  opts: { maxMessageLength: number },
+  opts: { maxMessageLength: number; media?: MediaDeps },
 ): Promise<AppliedEvents> {
+  const { messages } = storage;
   const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0 };
   for (const m of events.inbound) {
     if (!isE164(m.phone)) {
@@ -37,16 +66,26 @@ export async function applyNetworkEvents(
     }
     const { text, changes } = cleanInboundText(m.message, opts.maxMessageLength);
     if (Object.keys(changes).length > 0) log.warn("inbound text cleaned to the message rules", { network, networkId: m.networkId, ...changes });
-    if (text === null) {
+    // Media alone is a message (its text empty); nothing readable and no media is none.
+    if (text === null && !m.media?.length) {
       log.warn("inbound message with no readable text skipped", { network, networkId: m.networkId });
       continue;
     }
-    const { duplicate } = await recordInbound(messages, network, {
-      phone: m.phone,
-      message: text,
-      networkId: m.networkId,
-      ...(m.optOutType ? { optOutType: m.optOutType } : {}),
-    });
+    const replyTo = m.replyToNetworkId ? await repliedByNetworkId(storage.messages, network, m.phone, m.replyToNetworkId) : undefined;
+    const { duplicate } = await storeInbound(
+      storage,
+      network,
+      {
+        phone: m.phone,
+        message: text ?? "",
+        networkId: m.networkId,
+        ...(m.optOutType ? { optOutType: m.optOutType } : {}),
+        ...(m.media ? { media: m.media } : {}),
+        ...(replyTo ? { replyTo } : {}),
+      },
+      log,
+      opts.media,
+    );
     if (duplicate) result.duplicates++;
     else result.stored++;
   }
@@ -76,6 +115,15 @@ export async function applyNetworkEvents(
   return result;
 }
 
+/**
+ * Our message (sent or received) that the network's id names, with the same contact: what an
+ * inbound threaded reply answers. Undefined when we do not have it (sent before Textwire).
+ */
+async function repliedByNetworkId(messages: MessageRepository, network: string, phone: string, networkId: string): Promise<string | undefined> {
+  const replied = (await messages.byNetworkId(network, "outbound", networkId)) ?? (await messages.byNetworkId(network, "inbound", networkId));
+  return replied?.phone === phone ? replied.id : undefined;
+}
+
 /** A network driver's own small state (e.g. BlueBubbles chat guids), kept in the database. */
 export function networkStateStore(storage: Storage, network: string): DriverState {
   return {
@@ -96,11 +144,15 @@ export async function catchUpNetwork(deps: {
   network: NetworkDriver;
   log: Logger;
   config: { MAX_MESSAGE_LENGTH: number };
+  media?: MediaDeps;
 }): Promise<AppliedEvents | null> {
   if (!deps.network.catchUp) return null;
   const cursor = networkCursor(deps.storage, deps.network.name);
   const events = await deps.network.catchUp(await cursor.get());
-  const applied = await applyNetworkEvents(deps.storage.messages, deps.network.name, events, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  const applied = await applyNetworkEvents(deps.storage, deps.network.name, events, deps.log, {
+    maxMessageLength: deps.config.MAX_MESSAGE_LENGTH,
+    ...(deps.media ? { media: deps.media } : {}),
+  });
   if (events.cursor) await cursor.set(events.cursor);
   return applied;
 }
@@ -127,5 +179,5 @@ export async function reconcileNetwork(
   const current = new Map(pending.map((p) => [p.id, p.status]));
   // A report that only repeats the status the message has is not news.
   const statuses = reports.filter((r) => !r.messageId || current.get(r.messageId) !== r.status);
-  return applyNetworkEvents(messages, deps.network.name, { inbound: [], statuses }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  return applyNetworkEvents(deps.storage, deps.network.name, { inbound: [], statuses }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
 }

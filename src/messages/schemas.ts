@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MESSAGE_STATUSES } from "../db/columns";
 import { E164_HINT, isE164, phoneFromPath, phoneFromQuery } from "./phone";
 import { messageTextProblem } from "./text";
 import { parseIsoInstant } from "./time";
@@ -26,60 +27,133 @@ export const messageTextSchema = (maxLength: number) =>
  * A whole number, from JSON or from a query string ("50"; not "0x10", "1e2" or "1.0").
  * A pipe, so trpc-to-openapi leaves it alone instead of coercing with Number().
  */
-const wholeNumber = (min: number, meta: { description: string; default: number }) =>
+export const wholeNumber = (min: number, meta: { description: string; default: number; max?: number }) =>
   z
     .union([z.number(), z.string().regex(/^\s*-?\d+\s*$/).transform(Number)], typeError("a whole number"))
-    .pipe(z.number().int({ error: "must be a whole number" }).min(min, { error: `must be at least ${min}` }))
+    .pipe(
+      z
+        .number()
+        .int({ error: "must be a whole number" })
+        .min(min, { error: `must be at least ${min}` })
+        .max(meta.max ?? Number.MAX_SAFE_INTEGER, { error: `must be at most ${meta.max}` }),
+    )
     .default(meta.default)
     // Documented as what it accepts, an integer, not as the JSON-or-string union that parses it.
     .meta({
       description: meta.description,
       override: ({ jsonSchema }) => {
         delete jsonSchema.anyOf;
-        Object.assign(jsonSchema, { type: "integer", minimum: min, default: meta.default });
+        Object.assign(jsonSchema, { type: "integer", minimum: min, default: meta.default, ...(meta.max === undefined ? {} : { maximum: meta.max }) });
       },
     });
+
+/** An ISO 8601 date-time as microseconds since the epoch (without a zone it is UTC; digits beyond µs dropped). */
+export const isoInstant = z.string(typeError("a string")).transform((value, ctx) => {
+  const us = parseIsoInstant(value);
+  if (us === null) {
+    ctx.addIssue({ code: "custom", message: "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.123456Z" });
+    return z.NEVER;
+  }
+  return us;
+});
+
+/** When to send a scheduled message, as µs since the epoch (checked against the clock by sendMessage). */
+export const sendAtSchema = isoInstant.meta({
+  description:
+    "Send later: an ISO 8601 date-time (without a zone it is UTC) after now and at most 1 year ahead. The message is stored `scheduled` and sent within about a second of that time (at once after downtime); cancel it with POST /api/messages/{id}/cancel until then.",
+  example: "2026-11-21T09:30:00Z",
+});
 
 /** Most messages one history or poll page returns; larger limits are clamped to it. */
 export const MAX_PAGE = 100;
 
+/** An absolute http(s) URL; where it may point is checked when it is fetched (src/media/fetch.ts). */
+function httpUrl(value: string): boolean {
+  try {
+    return ["http:", "https:"].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+/** Files to send or deliver: 1 to 10 `{ url }`, each fetched and kept by Textwire. */
+export const mediaInput = z
+  .array(
+    z.object({
+      url: z
+        .string(typeError("a string"))
+        .max(2048, { error: "must be at most 2048 characters" })
+        .refine(httpUrl, "must be an absolute https URL, e.g. https://example.com/photo.jpg")
+        .meta({ description: "Where Textwire fetches the file: https and a public address (unless ALLOW_PRIVATE_URLS=true); at most 25 MiB.", example: "https://example.com/photo.jpg" }),
+    }),
+    typeError("an array of { url }"),
+  )
+  .min(1, { error: "must hold at least 1 file (leave it out to send only text)" })
+  .max(10, { error: "must hold at most 10 files" })
+  .meta({ description: "Up to 10 files (images, video, audio, PDF…), each fetched and kept by Textwire before the message is stored." });
+
+/**
+ * `message` may be left out when `media` is given; one of the two is required. Checked even
+ * when other fields are wrong (`when`), so every problem is named at once.
+ */
+const textOrMedia: [(input: { message?: unknown; media?: unknown }) => boolean, { path: string[]; message: string; when: (p: { value: unknown }) => boolean }] = [
+  (input) => input.message !== undefined || input.media !== undefined,
+  { path: ["message"], message: "is required (or media)", when: ({ value }) => typeof value === "object" && value !== null },
+];
+
+/** A message id of ours (`reply_to`): whether it exists, with the same contact, is the service's to say. */
+const replyToSchema = (description: string) =>
+  z
+    .string(typeError("a string"))
+    .min(1, { error: "must not be empty" })
+    .max(255, { error: "must be at most 255 characters" })
+    .optional()
+    .meta({ description });
+
 export const sendInput = (maxLength: number) =>
-  z.object({ phone: phoneSchema, message: messageTextSchema(maxLength) });
+  z
+    .object({
+      phone: phoneSchema,
+      message: messageTextSchema(maxLength).optional(),
+      media: mediaInput.optional(),
+      reply_to: replyToSchema(
+        "The id of a message with the same contact (sent or received) that this one answers. BlueBubbles sends it as a threaded reply; other networks keep it in the record only.",
+      ),
+      send_at: sendAtSchema.optional(),
+    })
+    .refine(...textOrMedia);
 
 export const inboundInput = (maxLength: number) =>
   z.object({
     phone: phoneSchema,
-    message: messageTextSchema(maxLength),
+    message: messageTextSchema(maxLength).optional(),
+    media: mediaInput.optional(),
     id: z
       .string(typeError("a string"))
       .min(1, { error: "must not be empty" })
       .max(255, { error: "must be at most 255 characters" })
       .optional()
       .meta({ description: "The network's own id of the message; the same id twice stores one message." }),
-  });
+    reply_to: replyToSchema("The id of a message with the same contact that this one answers (a threaded reply)."),
+  }).refine(...textOrMedia);
 
-// Query and path values arrive as strings over REST.
-export const historyInput = z.object({
-  phone: z
+/** A phone in a REST path (history, contacts): raw or percent-encoded. A new schema each use (trpc-to-openapi changes schemas in place). */
+export const phoneInPath = () =>
+  z
     .string(typeError("a string"))
     .transform(phoneFromPath)
     .pipe(phoneSchema)
-    .meta({ description: "E.164 phone number, raw (+1415…) or percent-encoded (%2B1415…)", example: "+14155550123" }),
+    .meta({ description: "E.164 phone number, raw (+1415…) or percent-encoded (%2B1415…)", example: "+14155550123" });
+
+// Query and path values arrive as strings over REST.
+export const historyInput = z.object({
+  phone: phoneInPath(),
   limit: wholeNumber(1, { default: 50, description: `Page size, default 50; above ${MAX_PAGE} it is clamped to ${MAX_PAGE} (the answer's limit says so).` }),
   offset: wholeNumber(0, { default: 0, description: "Messages skipped, newest first, for the next page." }),
 });
 
 export const pollInput = z.object({
-  since: z
-    .string(typeError("a string"))
-    .transform((value, ctx) => {
-      const us = parseIsoInstant(value);
-      if (us === null) {
-        ctx.addIssue({ code: "custom", message: "must be an ISO 8601 date-time, e.g. 2026-11-21T09:30:00.123456Z" });
-        return z.NEVER;
-      }
-      return us;
-    })
+  since: isoInstant
     .meta({
       description:
         "Exclusive: only messages stored after this ISO 8601 date-time (without a zone it is UTC; any precision, read to the microsecond). Pass the timestamp of the last message you got. Omitted: from the first inbound message ever stored.",
@@ -98,6 +172,16 @@ export const pollInput = z.object({
   limit: wholeNumber(1, { default: MAX_PAGE, description: `Most messages returned, default and maximum ${MAX_PAGE}; more is clamped to ${MAX_PAGE}.` }),
 });
 
+/** A file of a message, as its record shows it. */
+export const mediaRecord = z
+  .object({
+    id: z.string().meta({ example: "med_5b1e0c9d8a7f4e3b2c1d0e9f8a7b6c5d" }),
+    content_type: z.string().meta({ example: "image/jpeg" }),
+    size: z.number().int().meta({ description: "Bytes." }),
+    url: z.string().meta({ description: "Where to fetch it: GET with the API key (Range supported).", example: "/api/media/med_5b1e0c9d8a7f4e3b2c1d0e9f8a7b6c5d" }),
+  })
+  .meta({ id: "Media" });
+
 export const messageRecord = z
   .object({
     id: z.string(),
@@ -105,8 +189,11 @@ export const messageRecord = z
     message: z.string(),
     direction: z.enum(["outbound", "inbound"]),
     timestamp: z.string().meta({ description: "ISO 8601, UTC, microseconds", example: "2026-11-21T09:30:00.123456Z" }),
-    status: z.enum(["queued", "sent", "delivered", "failed", "received"]),
+    status: z.enum(MESSAGE_STATUSES),
     error: z.string().optional().meta({ description: "Why a failed message failed." }),
+    reply_to: z.string().nullable().meta({ description: "The id of the message this one answers (a threaded reply); null when none." }),
+    media: z.array(mediaRecord).meta({ description: "The message's files, in order; empty when none." }),
+    send_at: z.string().optional().meta({ description: "A scheduled send's time (ISO 8601, UTC), when it was sent with `send_at`.", example: "2026-11-21T09:30:00.000000Z" }),
   })
   .meta({ id: "Message" });
 
@@ -124,6 +211,23 @@ export const historyOutput = z.object({
   limit: z.number().int(),
   offset: z.number().int(),
 });
+
+export const scheduledInput = z.object({
+  limit: wholeNumber(1, { default: 50, description: `Page size, default 50; above ${MAX_PAGE} it is clamped to ${MAX_PAGE} (the answer's limit says so).` }),
+  offset: wholeNumber(0, { default: 0, description: "Messages skipped, soonest first, for the next page." }),
+});
+
+export const scheduledOutput = historyOutput;
+
+export const messageIdInput = z.object({
+  id: z
+    .string(typeError("a string"))
+    .min(1, { error: "must not be empty" })
+    .max(255, { error: "must be at most 255 characters" })
+    .meta({ description: "The message's id (`message_id` of POST /api/send).", example: "01a20973-b8dc-74d8-be4d-b76a701b138f" }),
+});
+
+export const canceledOutput = z.object({ success: z.boolean(), message: messageRecord });
 
 export const pollOutput = z.object({
   success: z.boolean(),

@@ -2,8 +2,10 @@ import { writeOrRetry } from "../background";
 import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
 import type { NetworkDriver } from "../network";
-import { SendOutcomeUnknown, type OptOutType } from "../network/driver";
-import type { Claim, MessageRepository, NewMessage, RecordRow, Storage } from "../db/port";
+import { RecipientOptedOut, SendOutcomeUnknown, type OptOutType } from "../network/driver";
+import type { Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
+import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
+import { optedOutError, optOutAction } from "./opt-out";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
 import { isoTime } from "./time";
 
@@ -11,6 +13,13 @@ export interface MessagingDeps {
   storage: Storage;
   network: NetworkDriver;
   log: Logger;
+  /** Needed only to send or take media. */
+  media?: MediaDeps;
+}
+
+function mediaDeps(deps: { media?: MediaDeps }): MediaDeps {
+  if (!deps.media) throw new Error("media: no media store configured");
+  return deps.media;
 }
 
 /** With an idempotency key: the claim, and the answer the request gives once sent. */
@@ -22,7 +31,12 @@ export interface IdempotentSend {
 /** The answer of POST /api/send. */
 export const sentAnswer = (record: MessageRecord) => ({ success: true, message_id: record.id, timestamp: record.timestamp, status: record.status });
 
-export function toRecord(row: RecordRow): MessageRecord {
+/** One empty list for every record without files: a page of 100 records allocates none. */
+const NO_MEDIA: MessageRecord["media"] = [];
+Object.freeze(NO_MEDIA);
+
+/** A message's record; `media`: its media rows (none given: none shown), see `toRecords`. */
+export function toRecord(row: RecordRow, media: readonly MediaRow[] = []): MessageRecord {
   const record: MessageRecord = {
     id: row.id,
     phone: row.phone,
@@ -30,57 +44,150 @@ export function toRecord(row: RecordRow): MessageRecord {
     direction: row.direction,
     timestamp: isoTime(row.timestamp),
     status: row.status,
+    reply_to: row.replyTo,
+    media: media.length === 0 ? NO_MEDIA : media.map((m) => ({ id: m.id, content_type: m.contentType, size: m.size, url: `/api/media/${m.id}` })),
   };
   if (row.error) record.error = row.error;
+  if (row.sendAt !== null) record.send_at = isoTime(row.sendAt * 1000);
   return record;
+}
+
+/**
+ * What is wrong with `send_at` (ms) at `now` (ms), or undefined: it must be after now and
+ * at most one calendar year ahead.
+ */
+export function sendAtProblem(sendAt: number, now: number): string | undefined {
+  if (sendAt <= now) return "must be in the future";
+  const yearAhead = new Date(now);
+  yearAhead.setUTCFullYear(yearAhead.getUTCFullYear() + 1);
+  if (sendAt > yearAhead.getTime()) return "must be at most 1 year ahead";
+  return undefined;
+}
+
+/** The records of a page: its media read in one query, and only when a row has some. */
+export async function toRecords(messages: MessageRepository, rows: readonly RecordRow[]): Promise<MessageRecord[]> {
+  const withMedia = rows.filter((row) => row.mediaCount > 0).map((row) => row.id);
+  if (withMedia.length === 0) return rows.map((row) => toRecord(row));
+  const media = await messages.mediaOf(withMedia);
+  return rows.map((row) => toRecord(row, media.get(row.id)));
+}
+
+/** Refuses a send to a contact that opted out (403); an unknown contact never did. */
+export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, phone: string): Promise<void> {
+  if ((await storage.contacts.get(phone))?.optedOut) throw optedOutError();
+}
+
+/** The message `reply_to` names: one of ours with the same contact, else 400. */
+export async function repliedMessage(messages: MessageRepository, phone: string, replyTo: string): Promise<MessageRow> {
+  const replied = await messages.get(replyTo);
+  if (!replied) throw new AppError("BAD_REQUEST", "reply_to: no message with this id");
+  if (replied.phone !== phone) throw new AppError("BAD_REQUEST", "reply_to: that message is with another contact");
+  return replied;
 }
 
 /** The answer to a send whose outcome is unknown (504, with the message's id). */
 export const UNKNOWN_OUTCOME = "network: no answer in time; the status will follow";
 
 /**
- * Sends a text: stored `queued` first so a crash never loses it, then handed to the
- * network. A refusal leaves it `failed` in history and throws BAD_GATEWAY. When the
- * outcome is unknown it stays `queued` and GATEWAY_TIMEOUT names the message. Once the
- * network took it, the send succeeded: a status that cannot be written now (a busy
- * database) is written in the background until it lands.
+ * Sends a message. Refused first: a contact that opted out (FORBIDDEN, nothing stored), a
+ * `reply_to` that is not a message with the same contact (BAD_REQUEST), a `send_at` not
+ * ahead. Then its media is fetched and kept (a file that cannot be had refuses the send),
+ * the message stored `queued` so a crash never loses it, and handed to the network
+ * (sendStored). With `send_at` (µs since the epoch) it is stored `scheduled` and answered
+ * so; the scheduled sender (src/messages/scheduled.ts) sends it through sendStored when its
+ * time comes. A refusal by the network leaves it `failed` in history and throws
+ * BAD_GATEWAY (FORBIDDEN when the network says the recipient unsubscribed: the contact is
+ * then opted out). When the outcome is unknown it stays `queued` and GATEWAY_TIMEOUT names
+ * the message. Once the network took it, the send succeeded: a status that cannot be
+ * written now (a busy database) is written in the background until it lands.
  */
 export async function sendMessage(
   deps: MessagingDeps,
-  input: { phone: string; message: string },
+  input: { phone: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number },
   idempotent?: IdempotentSend,
 ): Promise<MessageRecord> {
+  // Checked here, not in the schema: a retry with the same Idempotency-Key after that time replays.
+  const sendAt = input.send_at === undefined ? undefined : Math.ceil(input.send_at / 1000);
+  const problem = sendAt === undefined ? undefined : sendAtProblem(sendAt, Date.now());
+  if (problem) throw new AppError("BAD_REQUEST", `send_at: ${problem}`);
+  const replied = input.reply_to === undefined ? undefined : await repliedMessage(deps.storage.messages, input.phone, input.reply_to);
+  // Before any file is fetched: an opted-out contact costs nothing.
+  await refuseOptedOut(deps.storage, input.phone);
+  // Media is fetched and kept before anything is stored: a file that cannot be had refuses the send.
+  const kept = input.media?.length ? await fetchSendMedia(mediaDeps(deps), input.media.map((m) => m.url), deps.log) : [];
   const message: NewMessage = {
     id: Bun.randomUUIDv7(),
     phone: input.phone,
-    body: input.message,
+    body: input.message ?? "",
     direction: "outbound",
-    status: "queued",
+    status: sendAt === undefined ? "queued" : "scheduled",
     network: deps.network.name,
     networkId: null,
+    replyTo: replied?.id ?? null,
+    ...(sendAt === undefined ? {} : { sendAt }),
+    ...(kept.length ? { media: kept.map(({ sourceUrl: _, ...m }) => m) } : {}),
   };
   const { storage } = deps;
-  // With a key, the key names its message in the same transaction: a retry finds one or the other, never half.
-  const { row } = idempotent
-    ? await storage.transaction(async (tx) => {
-        const stored = await tx.messages.insert(message);
-        await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(idempotent.answer(toRecord(stored.row))));
-        return stored;
-      })
-    : await storage.messages.insert(message);
+  const keptRows = (messageId: string) => kept.map((m, position) => ({ ...m, messageId, position, createdAt: 0 }));
+  let row: MessageRow;
+  try {
+    // With a key, the key names its message in the same transaction: a retry finds one or the other, never half.
+    ({ row } = idempotent
+      ? await storage.transaction(async (tx) => {
+          const stored = await tx.messages.insert(message);
+          await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(idempotent.answer(toRecord(stored.row, keptRows(stored.row.id)))));
+          return stored;
+        })
+      : await storage.messages.insert(message));
+  } catch (err) {
+    await discardMedia(mediaDeps(deps), kept, deps.log).catch(() => undefined);
+    throw err;
+  }
+  if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
+  return sendStored(deps, row, { media: kept, replied });
+}
+
+/**
+ * The network half of every send, immediate or scheduled: hands a stored `queued` message
+ * to the network, with its files and the message it replies to (`known`: as sendMessage
+ * has them; else read from the database), and records what came of it (sendMessage says how).
+ */
+export async function sendStored(
+  deps: MessagingDeps,
+  row: MessageRow,
+  known?: { media: readonly (KeptMedia | MediaRow)[]; replied: MessageRow | undefined },
+): Promise<MessageRecord> {
+  const { storage } = deps;
+  const files = known?.media ?? (row.mediaCount > 0 ? ((await storage.messages.mediaOf([row.id])).get(row.id) ?? []) : []);
+  const rows: MediaRow[] = files.map((m, position) => ("messageId" in m ? m : { ...m, messageId: row.id, position, createdAt: 0 }));
+  const shown = (r: RecordRow) => toRecord(r, rows);
   let result: Awaited<ReturnType<NetworkDriver["send"]>>;
   try {
-    result = await deps.network.send({ id: row.id, phone: row.phone, text: row.body });
+    // A network that threads gets the replied message's own id, when that network knows it.
+    const replied = row.replyTo ? (known ? known.replied : await storage.messages.get(row.replyTo)) : undefined;
+    const threadOn = replied?.network === deps.network.name ? replied.networkId : null;
+    result = await deps.network.send({
+      id: row.id,
+      phone: row.phone,
+      text: row.body,
+      ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
+      ...(threadOn ? { replyTo: threadOn } : {}),
+    });
   } catch (err) {
     if (err instanceof SendOutcomeUnknown) {
       // The message may still go out: it stays queued until the network's report or a
       // reconciliation settles it (docs/networks.md). An echo may already have done so.
       const now = await storage.messages.get(row.id);
-      if (now && (now.status === "sent" || now.status === "delivered")) return toRecord(now);
+      if (now && (now.status === "sent" || now.status === "delivered")) return shown(now);
       throw new AppError("GATEWAY_TIMEOUT", UNKNOWN_OUTCOME, {}, { message_id: row.id });
     }
     const reason = errorText(err);
     await recordStatus(deps, row.id, () => storage.messages.setStatus(row.id, "failed", { error: reason }));
+    if (err instanceof RecipientOptedOut) {
+      // The network keeps its own opt-out list (Twilio's 21610): the contact is opted out here too.
+      await writeOrRetry("recording an opt-out", () => storage.contacts.setOptedOut(row.phone, true), deps.log.child({ messageId: row.id }));
+      throw optedOutError();
+    }
     // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
@@ -92,7 +199,7 @@ export async function sendMessage(
   // Moved: the record is the stored row with the network's status, no need to read it back.
   // Not moved: a status report got there first; answer what it wrote.
   const settled = recorded && !moved ? await storage.messages.get(row.id) : undefined;
-  return toRecord(settled ?? { ...row, status: result.status });
+  return shown(settled ?? { ...row, status: result.status });
 }
 
 /** Writes a send's status now, or else in the background until it lands; true when written now. */
@@ -100,35 +207,50 @@ function recordStatus(deps: MessagingDeps, id: string, write: () => Promise<unkn
   return writeOrRetry("recording a send's status", write, deps.log.child({ messageId: id }));
 }
 
-/** Stores a message the network delivered to us; the same network id twice stores it once. */
+/**
+ * Stores a message the network delivered to us; the same network id twice stores it once.
+ * An opt-out or opt-in keyword (src/messages/opt-out.ts) changes the contact's opt-out in
+ * the same transaction as the message; a duplicate changes nothing.
+ */
 export async function recordInbound(
-  messages: MessageRepository,
+  storage: Storage,
   network: string,
-  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType },
+  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly KeptMedia[] },
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
-  const { row, created } = await messages.insert({
-    id: Bun.randomUUIDv7(),
-    phone: input.phone,
-    body: input.message,
-    direction: "inbound",
-    status: "received",
-    network,
-    networkId: input.networkId ?? null,
-    optOutType: input.optOutType ?? null,
-  });
-  return { record: toRecord(row), duplicate: !created };
+  const media = input.media ?? [];
+  const action = optOutAction(input.message, input.optOutType);
+  const store = async (repos: Repositories) => {
+    const stored = await repos.messages.insert({
+      id: Bun.randomUUIDv7(),
+      phone: input.phone,
+      body: input.message,
+      direction: "inbound",
+      status: "received",
+      network,
+      networkId: input.networkId ?? null,
+      optOutType: input.optOutType ?? null,
+      replyTo: input.replyTo ?? null,
+      ...(media.length ? { media: media.map(({ sourceUrl: _, ...m }) => m) } : {}),
+    });
+    if (action && stored.created) await repos.contacts.setOptedOut(input.phone, action === "out");
+    return stored;
+  };
+  // Only keyword messages need the transaction; the others are one insert.
+  const { row, created } = action ? await storage.transaction(store) : await store(storage);
+  if (!created) return { record: (await toRecords(storage.messages, [row]))[0]!, duplicate: true };
+  return { record: toRecord(row, media.map((m, position) => ({ ...m, messageId: row.id, position, createdAt: 0 }))), duplicate: false };
 }
 
 /** One contact's messages, newest first; `limit` is clamped to 100. */
 export async function listHistory(messages: MessageRepository, input: { phone: string; limit: number; offset: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
   const { rows, total } = await messages.history(input.phone, limit, input.offset);
-  return { messages: rows.map(toRecord), total, limit, offset: input.offset };
+  return { messages: await toRecords(messages, rows), total, limit, offset: input.offset };
 }
 
 /** Inbound messages after `since` (exclusive; omitted: from the first), oldest first. */
 export async function pollInbound(messages: MessageRepository, input: { since?: number; phone?: string; limit: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
   const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone);
-  return { messages: rows.map(toRecord), count: rows.length, has_more: hasMore };
+  return { messages: await toRecords(messages, rows), count: rows.length, has_more: hasMore };
 }

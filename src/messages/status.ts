@@ -1,17 +1,21 @@
-export const OUTBOUND_STATUSES = ["queued", "sent", "delivered", "failed"] as const;
+export const OUTBOUND_STATUSES = ["scheduled", "queued", "sent", "delivered", "failed", "canceled"] as const;
 export type MessageStatus = (typeof OUTBOUND_STATUSES)[number] | "received";
 
 /**
- * The one rule for status changes: a status only moves forward, and `delivered` and
- * `failed` are final, so a late or out-of-order report never changes them.
+ * The one rule for status changes: a status only moves forward, and `delivered`, `failed`,
+ * `canceled` and `received` are final, so a late or out-of-order report never changes them.
+ * A `scheduled` message leaves only to `queued` (its time came and one process claimed it)
+ * or to `canceled`, and only a `scheduled` message can be canceled.
  */
-const RANK: Record<MessageStatus, number> = { queued: 0, sent: 1, delivered: 2, failed: 2, received: 2 };
+const RANK: Record<MessageStatus, number> = { scheduled: -1, queued: 0, sent: 1, delivered: 2, failed: 2, canceled: 2, received: 2 };
 
 export function isFinalStatus(status: MessageStatus): boolean {
   return RANK[status] === 2;
 }
 
 export function canMoveTo(from: MessageStatus, to: MessageStatus): boolean {
+  if (from === "scheduled") return to === "queued" || to === "canceled";
+  if (to === "canceled") return false;
   return !isFinalStatus(from) && RANK[to] > RANK[from];
 }
 

@@ -1,13 +1,17 @@
 import { timingSafeEqual } from "node:crypto";
 import { AppError } from "../errors";
 import type { Logger } from "../log";
+import { extensionOf } from "../media/sniff";
 import {
   SendOutcomeUnknown,
   sendRequestFailure,
   type DriverState,
   type InboundEvent,
+  type InboundMedia,
   type NetworkDriver,
+  type OutboundMedia,
   type PendingMessage,
+  type SendResult,
   type StatusEvent,
   type WebhookEvents,
 } from "./driver";
@@ -43,9 +47,18 @@ interface BbMessage {
   dateCreated?: number;
   dateDelivered?: number | null;
   error?: number;
-  attachments?: unknown[] | null;
+  attachments?: BbAttachment[] | null;
   associatedMessageType?: string | null;
+  /** A threaded reply: the guid of the message it answers. */
+  threadOriginatorGuid?: string | null;
   chats?: BbChat[] | null;
+}
+
+/** The fields of an attachment that Textwire reads (api/serializers/AttachmentSerializer.ts). */
+interface BbAttachment {
+  guid?: string;
+  mimeType?: string | null;
+  transferName?: string | null;
 }
 
 /** api/serializers/ChatSerializer.ts: style 43 is a group, 45 a one-to-one chat. */
@@ -87,10 +100,11 @@ function isGroup(m: BbMessage): boolean {
 
 /**
  * Turns BlueBubbles messages into inbound messages (from others) and reports on ours (from
- * us). Tapbacks (associatedMessageType set), group messages and attachment-only messages
- * are not inbound text messages: dropped here, with a log line.
+ * us). Tapbacks (associatedMessageType set) and group messages are not inbound messages:
+ * dropped here, with a log line. Attachments become the message's media, downloaded from
+ * the server by `attachmentUrl` (a message of attachments alone has empty text).
  */
-export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logger): WebhookEvents {
+export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logger, attachmentUrl?: (guid: string) => string): WebhookEvents {
   const inbound: InboundEvent[] = [];
   const statuses: StatusEvent[] = [];
   for (const m of messages) {
@@ -111,12 +125,17 @@ export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logg
       continue;
     }
     const text = (m.text ?? "").replace(MEDIA_CHAR, "").trim();
-    const attachments = m.attachments?.length ?? 0;
-    if (!text) {
-      if (attachments > 0) log?.warn("bluebubbles: attachment-only message not stored (media is not supported yet)", { guid: m.guid, attachments });
-      continue;
-    }
-    inbound.push({ phone: m.handle.address, message: text, networkId: m.guid });
+    const media: InboundMedia[] = (m.attachments ?? []).flatMap((a) =>
+      a.guid && attachmentUrl ? [{ url: attachmentUrl(a.guid), trusted: true, ...(a.mimeType ? { contentType: a.mimeType } : {}) }] : [],
+    );
+    if (!text && media.length === 0) continue;
+    inbound.push({
+      phone: m.handle.address,
+      message: text,
+      networkId: m.guid,
+      ...(media.length ? { media } : {}),
+      ...(m.threadOriginatorGuid ? { replyToNetworkId: m.threadOriginatorGuid } : {}),
+    });
   }
   return { inbound, statuses };
 }
@@ -157,6 +176,12 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
   const giveUpMs = config.giveUpMs ?? 30 * 60_000;
   const log = config.log;
   const api = (path: string, query = "") => `${base}/api/v1/${path}?password=${encodeURIComponent(config.password)}${query}`;
+  /**
+   * An attachment's bytes: attachmentRouter.ts download (GET attachment/:guid/download). By
+   * default the server converts what clients cannot show (HEIC to JPEG, CAF to MP3); the
+   * response's Content-Type says which.
+   */
+  const attachmentUrl = (guid: string) => api(`attachment/${encodeURIComponent(guid)}/download`);
   /** Chat guids by address; the database copy survives restarts. */
   const chats = new Map<string, string>();
 
@@ -191,8 +216,8 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     try {
       res = await fetch(api(path), {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(body),
+        // A form (an attachment) goes as multipart, its boundary set by fetch.
+        ...(body instanceof FormData ? { body } : { headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(sendTimeoutMs),
       });
     } catch (err) {
@@ -262,31 +287,70 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     return found;
   }
 
+  /** A text: message/text in the chat the server has, else chat/new; `replyTo` threads it (the network's guid). */
+  async function sendText(phone: string, text: string, tempGuid: string, replyTo?: string): Promise<SendResult> {
+    const chatGuid = await findChat(phone);
+    if (chatGuid) {
+      // api/http/api/v1/validators/messageValidator.ts: apple-script needs a tempGuid; a
+      // reply (selectedMessageGuid, partIndex) goes through the Private API, which the
+      // server must have enabled (helpers/utils.ts checkPrivateApiStatus), else it fails.
+      const thread = replyTo ? { method: "private-api", selectedMessageGuid: replyTo, partIndex: 0 } : { method: "apple-script" };
+      const reply = await sendCall("message/text", { chatGuid, tempGuid, message: text, ...thread });
+      const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
+      if (reply.status === 200 && guid) return { networkId: guid, status: "sent" };
+      // The chat may be gone from the Mac: looked up again next time.
+      if (reply.status === 500 && !outcomeUnknown(reply)) await remember(phone, "");
+      failure(reply);
+    }
+    // No chat yet: chat/new (api/interfaces/chatInterface.ts createWithAppleScript sends
+    // to `<service>;-;<address>` and waits for the chat to appear). It cannot thread
+    // (validators/chatValidator.ts has no selectedMessageGuid): a reply goes unthreaded.
+    const reply = await sendCall("chat/new", { addresses: [phone], message: text, service, method: "apple-script", tempGuid });
+    const data = reply.json.data as { guid?: string; messages?: { guid?: string }[] } | undefined;
+    if (reply.status === 200 && data?.guid) {
+      await remember(phone, data.guid);
+      const guid = data.messages?.[0]?.guid;
+      return { ...(guid ? { networkId: guid } : {}), status: "sent" };
+    }
+    failure(reply);
+  }
+
+  /**
+   * One file: POST message/attachment, multipart with chatGuid, tempGuid, name, method and the
+   * file as `attachment` (messageValidator.ts validateAttachment, messageRouter.ts
+   * sendAttachment). The server waits for a message whose attachment has this name (without
+   * extension), so each name is the file's own id. Returns the sent message's guid.
+   */
+  async function sendAttachment(chatGuid: string, tempGuid: string, media: OutboundMedia): Promise<string> {
+    const name = `${media.id}.${extensionOf(media.contentType)}`;
+    const form = new FormData();
+    form.set("chatGuid", chatGuid);
+    form.set("tempGuid", tempGuid);
+    form.set("name", name);
+    form.set("method", "apple-script");
+    form.set("attachment", new File([(await media.bytes()) as Uint8Array<ArrayBuffer>], name, { type: media.contentType }));
+    const reply = await sendCall("message/attachment", form);
+    const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
+    if (reply.status === 200 && guid) return guid;
+    failure(reply);
+  }
+
   return {
     name: "bluebubbles",
 
-    async send({ id, phone, text }) {
+    async send({ id, phone, text, media = [], replyTo }) {
       const tempGuid = `${TEMP_PREFIX}${id}`;
-      const chatGuid = await findChat(phone);
-      if (chatGuid) {
-        // api/http/api/v1/validators/messageValidator.ts: apple-script needs a tempGuid.
-        const reply = await sendCall("message/text", { chatGuid, tempGuid, message: text, method: "apple-script" });
-        const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
-        if (reply.status === 200 && guid) return { networkId: guid, status: "sent" };
-        // The chat may be gone from the Mac: looked up again next time.
-        if (reply.status === 500 && !outcomeUnknown(reply)) await remember(phone, "");
-        failure(reply);
+      if (media.length === 0) return sendText(phone, text, tempGuid, replyTo);
+      // Text first (it makes the chat when there is none), then one attachment message per
+      // file, each under the same temp guid so their echoes report on this message.
+      let sent: SendResult | undefined = text ? await sendText(phone, text, tempGuid, replyTo) : undefined;
+      // Without a chat, the server's fallback script sends to `<service>;-;<address>` (api/apple/actions.ts).
+      const chatGuid = (await findChat(phone)) ?? `${service};-;${phone}`;
+      for (const m of media) {
+        const guid = await sendAttachment(chatGuid, tempGuid, m);
+        sent ??= { networkId: guid, status: "sent" };
       }
-      // No chat yet: chat/new (api/interfaces/chatInterface.ts createWithAppleScript sends
-      // to `<service>;-;<address>` and waits for the chat to appear).
-      const reply = await sendCall("chat/new", { addresses: [phone], message: text, service, method: "apple-script", tempGuid });
-      const data = reply.json.data as { guid?: string; messages?: { guid?: string }[] } | undefined;
-      if (reply.status === 200 && data?.guid) {
-        await remember(phone, data.guid);
-        const guid = data.messages?.[0]?.guid;
-        return { ...(guid ? { networkId: guid } : {}), status: "sent" };
-      }
-      failure(reply);
+      return sent!;
     },
 
     async webhook({ url, subpath, body }) {
@@ -301,7 +365,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         throw new AppError("BAD_REQUEST", "body: malformed JSON");
       }
       const known = event.type === "new-message" || event.type === "updated-message" || event.type === "message-send-error";
-      const events = known && event.data ? bbEvents([event.data], event.type, log) : { inbound: [], statuses: [] };
+      const events = known && event.data ? bbEvents([event.data], event.type, log, attachmentUrl) : { inbound: [], statuses: [] };
       // An inbound one-to-one message names the chat of its sender: remembered for our sends.
       if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1) {
         const chat = (event.data.chats ?? []).find((c) => c.guid?.endsWith(`;-;${events.inbound[0]!.phone}`));
@@ -326,7 +390,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         );
         if (status !== 200 || !Array.isArray(json.data)) throw new AppError("BAD_GATEWAY", `bluebubbles: message query failed (status ${status})`);
         const messages = json.data as BbMessage[];
-        const events = bbEvents(messages, "new-message", log);
+        const events = bbEvents(messages, "new-message", log, attachmentUrl);
         all.inbound.push(...events.inbound);
         all.statuses.push(...events.statuses);
         const newest = Math.max(after, ...messages.map((m) => m.dateCreated ?? 0));

@@ -9,14 +9,40 @@ export interface SendResult {
 /** The keyword class a network recognised in an inbound message (Twilio's `OptOutType`). */
 export type OptOutType = "STOP" | "START" | "HELP";
 
+/** A file of an inbound message, for Textwire to download and keep. */
+export interface InboundMedia {
+  url: string;
+  /** Sent with the download (Twilio's Basic auth), to the URL's own origin only. */
+  headers?: Record<string, string>;
+  /** The network's word for its type, used when the download does not say. */
+  contentType?: string;
+  /** The URL is the network's own server as configured (BLUEBUBBLES_URL): private addresses allowed. */
+  trusted?: boolean;
+}
+
+/** A file of an outbound message, as a driver sends it. */
+export interface OutboundMedia {
+  id: string;
+  contentType: string;
+  size: number;
+  /** The bytes, read from the media store (for networks that take uploads). */
+  bytes(): Promise<Uint8Array>;
+  /** A URL the network can fetch the file from: a signed Textwire URL (for networks that fetch). */
+  url(): Promise<string>;
+}
+
 /** A message the network delivered to us. */
 export interface InboundEvent {
   phone: string;
+  /** Empty when only media came. */
   message: string;
+  media?: InboundMedia[];
   /** The network's own id: the same id twice is stored once. */
   networkId: string;
   /** Set when the network itself classed the message as an opt-out, opt-in or help keyword. */
   optOutType?: OptOutType;
+  /** The network's id of the message this one answers (a threaded reply), when it says. */
+  replyToNetworkId?: string;
 }
 
 /** A delivery report about one of our outbound messages. */
@@ -59,6 +85,14 @@ export function sendRequestFailure(network: string, err: unknown): Error {
   return new SendOutcomeUnknown(`${network}: no answer to the send (${(err as Error).name})`);
 }
 
+/**
+ * Thrown by `send` when the network refused because the recipient unsubscribed from us
+ * (Twilio's error 21610 after a STOP): the message is failed and the contact opted out.
+ */
+export class RecipientOptedOut extends Error {
+  override name = "RecipientOptedOut";
+}
+
 /** An outbound message whose final status is not known yet, for `reconcile`. */
 export interface PendingMessage {
   id: string;
@@ -76,6 +110,15 @@ export interface DriverState {
   set(key: string, value: string): Promise<void>;
 }
 
+/** What a driver sends. */
+export interface OutboundMessage {
+  id: string;
+  phone: string;
+  text: string;
+  media?: OutboundMedia[];
+  replyTo?: string;
+}
+
 /**
  * One messaging network. `send` throws when the network refuses or fails: an AppError
  * keeps its code (an invalid recipient is BAD_REQUEST, the network's rate limit
@@ -84,7 +127,8 @@ export interface DriverState {
  */
 export interface NetworkDriver {
   readonly name: string;
-  send(message: { id: string; phone: string; text: string }): Promise<SendResult>;
+  /** `text` may be empty when `media` is not. `replyTo`: the network's id of the message this one answers; networks that thread send it so, the others ignore it. */
+  send(message: OutboundMessage): Promise<SendResult>;
   /**
    * Reads a request to `POST /webhooks/<name>[/<subpath>]`: verifies it (throws UNAUTHORIZED
    * when it is not from the network) and turns it into events, with the answer the network

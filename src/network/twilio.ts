@@ -1,7 +1,8 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { parse as parseQuery, stringify as stringifyQuery } from "node:querystring";
 import { AppError } from "../errors";
-import { SendOutcomeUnknown, sendRequestFailure, type InboundEvent, type NetworkDriver, type OptOutType, type StatusEvent } from "./driver";
+import { TWILIO_UNSUBSCRIBED } from "../messages/opt-out";
+import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, type InboundEvent, type InboundMedia, type NetworkDriver, type OptOutType, type StatusEvent } from "./driver";
 
 export interface TwilioConfig {
   accountSid: string;
@@ -127,14 +128,39 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
   const base = config.apiUrl.replace(/\/+$/, "");
   const publicUrl = config.publicUrl.replace(/\/+$/, "");
   const auth = `Basic ${Buffer.from(`${config.accountSid}:${config.authToken}`).toString("base64")}`;
+  const apiOrigin = new URL(base).origin;
+
+  /**
+   * NumMedia files at MediaUrl0…, typed MediaContentType0…: fetched with the account's
+   * Basic auth (required when the account enforces HTTP auth on media; Twilio then
+   * redirects to its CDN, where the header is not sent).
+   */
+  function inboundMedia(params: URLSearchParams): InboundMedia[] {
+    const count = Math.min(Number(params.get("NumMedia") ?? 0) || 0, 10);
+    const media: InboundMedia[] = [];
+    for (let i = 0; i < count; i++) {
+      const url = params.get(`MediaUrl${i}`);
+      if (!url) continue;
+      const contentType = params.get(`MediaContentType${i}`);
+      // Twilio's own API (TWILIO_API_URL) is trusted as configured, like the network itself.
+      const trusted = URL.canParse(url) && new URL(url).origin === apiOrigin;
+      media.push({ url, headers: { Authorization: auth }, ...(contentType ? { contentType } : {}), ...(trusted ? { trusted } : {}) });
+    }
+    return media;
+  }
 
   return {
     name: "twilio",
 
-    async send({ id, phone, text }) {
+    // Twilio has no threaded replies: `replyTo` is kept in our record, not sent.
+    async send({ id, phone, text, media = [] }) {
       // Our id rides in the callback URL, so a report that beats Twilio's answer still finds its message.
       const callback = `${publicUrl}/webhooks/twilio/status?id=${encodeURIComponent(id)}`;
-      const form = new URLSearchParams({ To: phone, Body: text, StatusCallback: callback });
+      const form = new URLSearchParams({ To: phone, StatusCallback: callback });
+      if (text) form.set("Body", text);
+      // One MediaUrl per file, repeated as the SDK sends it (arrayFormat "repeat"): signed
+      // Textwire URLs that Twilio fetches itself.
+      for (const m of media) form.append("MediaUrl", await m.url());
       form.set(config.from.startsWith("MG") ? "MessagingServiceSid" : "From", config.from);
       let res: Response;
       try {
@@ -159,6 +185,8 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       if (res.ok && body.sid) return { networkId: body.sid, status: "sent" };
       if (res.ok) throw new SendOutcomeUnknown("twilio: the answer to the send named no message");
       const reason = `twilio: ${body.message ?? res.statusText}${body.code ? ` (error ${body.code})` : ""}`;
+      // Twilio keeps its own opt-out list: a number that replied STOP is refused with 21610.
+      if (body.code === TWILIO_UNSUBSCRIBED) throw new RecipientOptedOut(reason);
       if (res.status === 429) throw new AppError("TOO_MANY_REQUESTS", reason, { "Retry-After": res.headers.get("retry-after") ?? "1" });
       if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403) throw new AppError("BAD_REQUEST", reason);
       throw new AppError("BAD_GATEWAY", reason);
@@ -190,15 +218,16 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
         };
       }
       if (subpath !== "") throw new AppError("NOT_FOUND", `no route POST /webhooks/twilio/${subpath}`);
-      const media = Number(params.get("NumMedia") ?? 0);
-      const text = params.get("Body") || (media > 0 ? `[${media} media attachment${media === 1 ? "" : "s"}]` : "");
+      const text = params.get("Body") ?? "";
+      const media = inboundMedia(params);
       const from = params.get("From") ?? "";
       // Sent only with Advanced Opt-Out on a Messaging Service, when the whole text is a keyword.
       const optOutType = params.get("OptOutType")?.toUpperCase() ?? "";
       const event: InboundEvent = { phone: from, message: text, networkId: sid };
+      if (media.length > 0) event.media = media;
       if (OPT_OUT_TYPES.has(optOutType)) event.optOutType = optOutType as OptOutType;
       return {
-        inbound: sid && from && text ? [event] : [],
+        inbound: sid && from && (text || media.length > 0) ? [event] : [],
         statuses: [],
         response: new Response(EMPTY_TWIML, { headers: { "Content-Type": "text/xml" } }),
       };

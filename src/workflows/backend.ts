@@ -1,7 +1,7 @@
 import { TRPCClientError } from "@trpc/client";
 import type { App } from "../app";
 import type { ResponseInfo, TextwireClient } from "../client";
-import type { ErrorDetails } from "../errors";
+import { AppError, type ErrorDetails } from "../errors";
 import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
 import { messageRecord, type MessageRecord } from "../messages/schemas";
@@ -15,14 +15,16 @@ export interface MessagingBackend {
   poll(input: { since: number; phone?: string; limit: number }): Promise<{ messages: MessageRecord[]; hasMore: boolean }>;
   history(input: { phone: string; limit: number; offset: number }): Promise<{ messages: MessageRecord[]; total: number }>;
   generate(input: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }, signal: AbortSignal): Promise<{ id: string; text: string }>;
+  /** Whether the contact opted out. */
+  optedOut(phone: string): Promise<boolean>;
   /**
    * Sends once per key: a second call with the same key returns the first send
    * (`replayed`). With `anyText`, the key alone decides, whatever the text.
    */
   send(
-    input: { phone: string; message: string },
+    input: { phone: string; message?: string; media?: { url: string }[]; reply_to?: string },
     idempotency?: { key: string; anyText: boolean },
-  ): Promise<{ record: Pick<MessageRecord, "id" | "timestamp" | "status">; replayed: boolean }>;
+  ): Promise<{ record: Pick<MessageRecord, "id" | "timestamp" | "status"> & Partial<Pick<MessageRecord, "media">>; replayed: boolean }>;
 }
 
 /** Workflows' idempotency keys live apart from API keys' ones. */
@@ -46,8 +48,14 @@ export function createLocalBackend(app: App): MessagingBackend {
       const reply = await generateReply(app, input, { signal });
       return { id: reply.id, text: reply.text };
     },
+    async optedOut(phone) {
+      return (await app.storage.contacts.get(phone))?.optedOut ?? false;
+    },
     async send(input, idempotency) {
-      if (!idempotency) return { record: await sendMessage(app, input), replayed: false };
+      if (!idempotency) {
+        const { id, timestamp, status, media } = await sendMessage(app, input);
+        return { record: { id, timestamp, status, media }, replayed: false };
+      }
       const print = fingerprint("send", idempotency.anyText ? { phone: input.phone } : input);
       const answer = (r: MessageRecord) => ({ id: r.id, timestamp: r.timestamp, status: r.status });
       const { answer: record, replayed } = await runIdempotent(
@@ -84,6 +92,9 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       const reply = await client.messages.generate.mutate(input, { signal });
       return { id: reply.message_id, text: reply.generated_message };
     },
+    async optedOut(phone) {
+      return (await client.contacts.get.query({ phone })).contact.opted_out;
+    },
     async send(input, idempotency) {
       const response: ResponseInfo = {};
       try {
@@ -97,6 +108,8 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
         if (idempotency?.anyText && data?.code === "CONFLICT" && data.reason === "IDEMPOTENCY_KEY_REUSED" && data.message_id && data.timestamp && isStatus(data.status)) {
           return { record: { id: data.message_id, timestamp: data.timestamp, status: data.status }, replayed: true };
         }
+        // An opted-out contact: the same error as from the local backend (isOptedOut).
+        if (data?.code === "FORBIDDEN") throw new AppError("FORBIDDEN", (err as Error).message);
         throw err;
       }
     },

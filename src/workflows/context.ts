@@ -44,15 +44,16 @@ export function createWorkflowContext(opts: {
   const live = () => {
     if (signal.aborted) throw new AppError("SERVICE_UNAVAILABLE", `run stopped: ${String(signal.reason ?? "aborted")}`);
   };
-  const send = async (input: { phone: string; message: string }, idempotency?: { key: string; anyText: boolean }) => {
+  const send = async (input: { phone: string; message?: string; media?: { url: string }[]; reply_to?: string }, idempotency?: { key: string; anyText: boolean }) => {
     live();
     const valid = parseInput(sendInput(opts.maxMessageLength), input);
+    const shown = { phone: valid.phone, message: valid.message ?? "" };
     let sent: SentMessage;
     if (dryRun) {
-      sent = { id: `dry-run-${++dryIds}`, ...valid, timestamp: isoTime(microClock()), status: "queued", dryRun: true, replayed: false };
+      sent = { id: `dry-run-${++dryIds}`, ...shown, media: [], timestamp: isoTime(microClock()), status: "queued", dryRun: true, replayed: false };
     } else {
       const { record, replayed } = await backend.send(valid, idempotency);
-      sent = { ...valid, ...record, dryRun: false, replayed };
+      sent = { ...shown, media: [], ...record, dryRun: false, replayed };
     }
     track.sends.push(sent);
     return sent;
@@ -87,7 +88,11 @@ export function createWorkflowContext(opts: {
       return send(input, idempotencyKey === undefined ? undefined : { key: `workflow:${workflow}:send:${idempotencyKey}`, anyText: false });
     },
     reply(inbound, message) {
-      return send({ phone: inbound.phone, message }, { key: replyKey(workflow, inbound.id), anyText: true });
+      return send({ phone: inbound.phone, message, reply_to: inbound.id }, { key: replyKey(workflow, inbound.id), anyText: true });
+    },
+    async optedOut(phone) {
+      live();
+      return backend.optedOut(parseInput(phoneSchema, phone));
     },
     state: {
       async get<T>(key: string) {

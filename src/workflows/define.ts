@@ -1,5 +1,6 @@
 import { Cron } from "croner";
 import { z } from "zod";
+import { AppError } from "../errors";
 import type { ContextTurn } from "../generator/prompt";
 import type { Logger } from "../log";
 import type { MessageRecord } from "../messages/schemas";
@@ -11,9 +12,14 @@ export type { MessageRecord } from "../messages/schemas";
 export interface SentMessage {
   id: string;
   phone: string;
+  /** Empty when only media was sent. */
   message: string;
+  /** The files sent, as the message's record shows them (none in a dry run). */
+  media: MessageRecord["media"];
   timestamp: string;
   status: MessageRecord["status"];
+  /** The message this one answers (`reply`), when any. */
+  reply_to?: string;
   /** True when nothing was sent (a dry run). */
   dryRun: boolean;
   /** True when an earlier send with the same key is returned and nothing new was sent. */
@@ -27,10 +33,21 @@ export interface WorkflowContext {
   history(phone: string, opts?: { limit?: number; offset?: number }): Promise<{ messages: MessageRecord[]; total: number }>;
   /** A reply written by the generator (stored, not sent). */
   generate(req: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }): Promise<{ id: string; text: string }>;
-  /** Sends a message; with `idempotencyKey`, at most once per key and workflow. */
-  send(req: { phone: string; message: string; idempotencyKey?: string }): Promise<SentMessage>;
-  /** Replies to an inbound message: at most one reply per inbound message, whatever the text. */
+  /**
+   * Sends a message: text, media (up to 10 `{ url }`, fetched and kept by Textwire) or both;
+   * with `idempotencyKey`, at most once per key and workflow.
+   */
+  send(req: { phone: string; message?: string; media?: { url: string }[]; idempotencyKey?: string }): Promise<SentMessage>;
+  /**
+   * Replies to an inbound message (`reply_to` is its id: a threaded reply where the network
+   * threads): at most one reply per inbound message, whatever the text.
+   */
   reply(inbound: Pick<MessageRecord, "id" | "phone">, message: string): Promise<SentMessage>;
+  /**
+   * Whether the contact opted out (replied STOP and not START since). `send` and `reply` to
+   * such a contact throw an AppError with code FORBIDDEN (`isOptedOut(err)`).
+   */
+  optedOut(phone: string): Promise<boolean>;
   /** JSON values kept for this workflow between runs. */
   state: {
     get<T = unknown>(key: string): Promise<T | undefined>;
@@ -55,6 +72,11 @@ export interface Workflow {
   /** `generator`: not scheduled when no generator is configured. */
   requires?: "generator"[];
   run(ctx: WorkflowContext): Promise<void> | void;
+}
+
+/** True for the error of a send or reply to a contact that opted out (403 FORBIDDEN), here or from a remote server. */
+export function isOptedOut(err: unknown): boolean {
+  return err instanceof AppError && err.code === "FORBIDDEN";
 }
 
 /** Only adds types: `export default defineWorkflow({ ... })`. */

@@ -14,7 +14,7 @@ export interface Scheduler {
 /** Whether a workflow can run here; otherwise why not. */
 export function unmetRequirement(wf: Workflow, hasGenerator: boolean): string | null {
   if (wf.requires?.includes("generator") && !hasGenerator) {
-    return "requires the generator, which is not configured (set OPENAI_API_KEY); not scheduled";
+    return "requires the generator, which is not configured (set OPENAI_API_KEY)";
   }
   return null;
 }
@@ -32,7 +32,7 @@ export async function startScheduler(deps: RunnerDeps, workflows: Workflow[], lo
   for (const wf of workflows) {
     const unmet = unmetRequirement(wf, deps.backend.hasGenerator);
     if (unmet) {
-      log.warn(`workflow ${wf.name} ${unmet}`, { workflow: wf.name });
+      log.warn(`workflow ${wf.name} ${unmet}; not scheduled`, { workflow: wf.name });
       continue;
     }
     try {

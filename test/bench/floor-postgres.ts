@@ -1,17 +1,18 @@
 /**
  * The floor's store on PostgreSQL (test/bench/floor.ts): raw `pg`, a Pool, named prepared
  * statements read as arrays, and per call the round trips of src/db/postgres/messages.ts
- * and src/db/postgres/api-keys.ts, no more. Inserts are batched as Textwire batches
- * them outside a transaction: those that arrive while one statement is being written go
- * together in the next (up to 200), one move of `message_clock` for all of them.
+ * and src/db/postgres/api-keys.ts, no more. Inserts and status moves are batched as
+ * Textwire batches them outside a transaction (its `batched`): those that arrive while one
+ * statement is being written go together in the next (up to 200), one move of
+ * `message_clock` (inserts) or of `event_clock` (status events) for all of them.
  */
+import { batched } from "../../src/db/postgres/messages";
 import { openPostgres } from "../../src/db/postgres/open";
-import type { FloorStore, RecordValues } from "./floor";
+import type { FloorStore, MediaValues, RecordValues } from "./floor";
 
-const MAX_BATCH = 200;
 /** The database's clock in µs, read when evaluated (src/db/postgres/sql.ts NOW_US). */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
-const RECORD = "id, phone, body, direction, status, timestamp, error";
+const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at";
 
 type Query = { name: string; text: string };
 const q = (name: string, text: string): Query => ({ name, text });
@@ -32,16 +33,19 @@ const INSERT = q(
    RETURNING id, timestamp`,
 );
 const BY_NETWORK_ID = q("floor.byNetworkId", "SELECT id, timestamp FROM messages WHERE network = $1 AND direction = $2 AND network_id = $3");
+// Textwire's batched setStatus (src/db/postgres/messages.ts): the moves that arrive together in one statement.
 const MARK_DELIVERED = q(
   "floor.markDelivered",
-  `UPDATE messages SET status = 'delivered', updated_at = ${NOW_US}, network_id = coalesce($2, network_id), error = coalesce($3, error)
-   WHERE id = $1 AND status IN ('queued', 'sent')`,
+  `UPDATE messages m SET status = 'delivered', updated_at = ${NOW_US}, network_id = coalesce(i.network_id, m.network_id)
+   FROM unnest($1::text[], $2::text[]) AS i(id, network_id)
+   WHERE m.id = i.id AND m.status IN ('queued', 'sent')
+   RETURNING m.id`,
 );
 const BY_ID = q("floor.get", `SELECT ${RECORD} FROM messages WHERE id = $1`);
 // The page and the total (kept by a trigger, drizzle/postgres/0001_clock_and_contacts.sql) in one snapshot.
 const HISTORY = q(
   "floor.history",
-  `SELECT m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, c.total
+  `SELECT m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m.reply_to, m.media_count, m.send_at, c.total
    FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $1), 0) AS total) c
    LEFT JOIN LATERAL (
      SELECT ${RECORD} FROM messages WHERE phone = $1 ORDER BY timestamp DESC, id DESC LIMIT $2 OFFSET $3
@@ -55,6 +59,14 @@ const INBOUND_AFTER = q(
 const INBOUND_FROM_AFTER = q(
   "floor.inboundFromAfter",
   `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $3 AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
+);
+
+const MEDIA_OF = q("floor.mediaOf", "SELECT message_id, id, content_type, size FROM media WHERE message_id = ANY($1::text[]) ORDER BY message_id, position");
+const OPTED_OUT = q("floor.optedOut", "SELECT opted_out FROM contacts WHERE phone = $1");
+const SET_OPTED_OUT = q(
+  "floor.setOptedOut",
+  `INSERT INTO contacts (phone, messages, opted_out, opted_out_at) VALUES ($1, 0, $2, CASE WHEN $2 THEN floor(extract(epoch FROM now()) * 1000)::bigint END)
+   ON CONFLICT (phone) DO UPDATE SET opted_out = $2, opted_out_at = CASE WHEN $2 THEN coalesce(contacts.opted_out_at, EXCLUDED.opted_out_at) END`,
 );
 
 type Insert = { id: string; phone: string; body: string; direction: string; status: string; networkId: string | null };
@@ -95,47 +107,42 @@ export async function openPostgresStore(url: string, poolSize: number): Promise<
     );
   }
 
-  // Waiting inserts; a batch that fails is retried message by message, so one bad message fails alone.
-  type Waiting = { message: Insert; resolve: (s: Stored) => void; reject: (err: unknown) => void };
-  const waiting: Waiting[] = [];
-  let writing = false;
-  async function drain() {
-    writing = true;
-    while (waiting.length > 0) {
-      const next = waiting.splice(0, MAX_BATCH);
-      try {
-        const stored = await store(next.map((w) => w.message));
-        next.forEach((w, i) => w.resolve(stored[i]!));
-      } catch (err) {
-        if (next.length === 1) next[0]!.reject(err);
-        else await Promise.all(next.map((w) => store([w.message]).then(([s]) => w.resolve(s!), w.reject)));
-      }
-    }
-    writing = false;
-  }
+  // Written as Textwire writes them (src/db/postgres/messages.ts batched): together while one batch is written.
+  const insert = batched(store);
+  const deliver = batched(async (moves: { id: string; networkId: string }[]) => {
+    const sorted = moves.toSorted((a, b) => (a.id < b.id ? -1 : 1));
+    const moved = new Set((await rows<[string]>(MARK_DELIVERED, [sorted.map((m) => m.id), sorted.map((m) => m.networkId)])).map((r) => r[0]));
+    return moves.map((m) => moved.has(m.id));
+  }, (m) => m.id);
 
   return {
     keyExists: async (hash) => (await rows(KEY_BY_HASH, [hash])).length > 0,
 
-    insert: (id, phone, body, direction, status, networkId) =>
-      new Promise((resolve, reject) => {
-        waiting.push({ message: { id, phone, body, direction, status, networkId }, resolve, reject });
-        if (!writing) void drain();
-      }),
+    insert: (id, phone, body, direction, status, networkId) => insert({ id, phone, body, direction, status, networkId }),
 
-    markDelivered: async (id, networkId) => ((await pool.query({ name: MARK_DELIVERED.name, text: MARK_DELIVERED.text, values: [id, networkId, null] })).rowCount ?? 0) > 0,
+    markDelivered: (id, networkId) => deliver({ id, networkId }),
 
     get: async (id) => (await rows<RecordValues>(BY_ID, [id]))[0],
 
     async history(phone, limit, offset) {
       const page = await rows<[...RecordValues, number]>(HISTORY, [phone, limit, offset]);
-      const total = page[0]?.[7] ?? 0;
+      const total = page[0]?.[10] ?? 0;
       if (page[0]?.[0] == null) return { rows: [], total };
       for (const row of page) row.pop();
       return { rows: page as unknown as RecordValues[], total };
     },
 
     inboundAfter: (since, limit, phone) => (phone === null ? rows<RecordValues>(INBOUND_AFTER, [since, limit]) : rows<RecordValues>(INBOUND_FROM_AFTER, [since, limit, phone])),
+
+    async mediaOf(ids) {
+      const files = new Map<string, MediaValues[]>();
+      for (const [messageId, ...file] of await rows<[string, string, string, number]>(MEDIA_OF, [ids])) files.set(messageId, [...(files.get(messageId) ?? []), file]);
+      return files;
+    },
+
+    optedOut: async (phone) => (await rows<[boolean]>(OPTED_OUT, [phone]))[0]?.[0] === true,
+
+    setOptedOut: async (phone, out) => void (await rows(SET_OPTED_OUT, [phone, out])),
 
     close: () => pool.end(),
   };

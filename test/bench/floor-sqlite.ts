@@ -5,10 +5,10 @@
  */
 import { openSqlite } from "../../src/db/sqlite/open";
 import { microClock } from "../../src/messages/time";
-import type { FloorStore, RecordValues } from "./floor";
+import type { FloorStore, MediaValues, RecordValues } from "./floor";
 
 /** What a message record shows, in RecordValues order. */
-const RECORD = "id, phone, body, direction, status, timestamp, error";
+const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at";
 
 /** Opened, migrated and checked as Textwire opens it (src/db/sqlite/open.ts). */
 export function openSqliteStore(url: string): FloorStore {
@@ -40,6 +40,14 @@ export function openSqliteStore(url: string): FloorStore {
   const historyTotal = db.prepare<[number], [string]>("SELECT messages FROM contacts WHERE phone = ?1");
   const inboundAfter = db.prepare<RecordValues, [number, number]>(
     `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
+  );
+  const mediaOf = db.prepare<[string, string, string, number], [string]>(
+    "SELECT message_id, id, content_type, size FROM media WHERE message_id IN (SELECT value FROM json_each(?1)) ORDER BY message_id, position",
+  );
+  const optedOut = db.prepare<[number], [string]>("SELECT opted_out FROM contacts WHERE phone = ?1");
+  const setOptedOut = db.prepare<never, [string, number, number | null]>(
+    `INSERT INTO contacts (phone, messages, opted_out, opted_out_at) VALUES (?1, 0, ?2, ?3)
+     ON CONFLICT (phone) DO UPDATE SET opted_out = ?2, opted_out_at = CASE WHEN ?2 THEN coalesce(contacts.opted_out_at, ?3) END`,
   );
   const inboundFromAfter = db.prepare<RecordValues, [number, number, string]>(
     `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = ?3 AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
@@ -85,6 +93,18 @@ export function openSqliteStore(url: string): FloorStore {
       })),
 
     inboundAfter: (since, limit, phone) => (phone === null ? inboundAfter.values(since, limit) : inboundFromAfter.values(since, limit, phone)) as RecordValues[],
+
+    mediaOf(ids) {
+      const files = new Map<string, MediaValues[]>();
+      for (const [messageId, ...file] of mediaOf.values(JSON.stringify(ids)) as [string, string, string, number][]) {
+        files.set(messageId, [...(files.get(messageId) ?? []), file]);
+      }
+      return files;
+    },
+
+    optedOut: (phone) => optedOut.values(phone)[0]?.[0] === 1,
+
+    setOptedOut: (phone, out) => void setOptedOut.run(phone, out ? 1 : 0, out ? Math.floor(microClock() / 1000) : null),
 
     close: () => db.close(),
   };

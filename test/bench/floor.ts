@@ -4,10 +4,13 @@
  * request the same database work as Textwire (src/messages/service.ts on the repositories
  * src/db/sqlite/messages.ts and src/db/postgres/messages.ts) and no more:
  *
- *   POST /api/send            insert `queued` (timestamp by the clock rule), the loopback
- *                             network "delivers" it (a status update; the row read back
- *                             only when the update did not move it, as sendMessage does)
- *   POST /webhooks/loopback   insert `received`, deduplicated by the network's `id`
+ *   POST /api/send            refused when the contact opted out (a read of `contacts`), insert
+ *                             `queued` (timestamp by the clock rule), the loopback network
+ *                             "delivers" it (a status update; the row read back only when the
+ *                             update did not move it, as sendMessage does)
+ *   POST /webhooks/loopback   insert `received`, deduplicated by the network's `id`; a STOP or
+ *                             START keyword (Textwire's rule, src/messages/opt-out.ts) also sets
+ *                             the contact's opt-out
  *   GET  /api/messages/:phone one page, newest first, and the total from `contacts`
  *   GET  /api/messages/poll   inbound after `since` (exclusive), oldest first, limit + 1 rows
  *
@@ -28,6 +31,10 @@
  * migrated. Start-up is not measured; per request the floor uses Textwire's plain rule
  * functions (src/messages/phone.ts, text.ts, time.ts) and nothing of its framework.
  *
+ * Records carry `reply_to` and `media` (read in one more query only when a page has a message
+ * with files, as src/messages/service.ts toRecords) and `send_at` when set. Text only: no
+ * media, replies or scheduling are sent.
+ *
  * The same rules as Textwire (src/messages/schemas.ts, phone.ts, text.ts, time.ts,
  * src/api/http.ts, auth.ts): auth by SHA-256 of the bearer key (timingSafeEqual against
  * API_KEYS, else a lookup by hash in api_keys), failed attempts limited to 20 a minute per
@@ -41,13 +48,28 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { E164_HINT, isE164, phoneFromPath, phoneFromQuery } from "../../src/messages/phone";
+import { optOutAction, OPTED_OUT_MESSAGE } from "../../src/messages/opt-out";
 import { messageTextProblem } from "../../src/messages/text";
 import { isoTime, parseIsoInstant } from "../../src/messages/time";
 
 // ---- the store port (implemented by floor-sqlite.ts and floor-postgres.ts) --------------
 
-/** A message as its record needs it: id, phone, body, direction, status, timestamp (µs), error. */
-export type RecordValues = [id: string, phone: string, body: string, direction: string, status: string, timestamp: number, error: string | null];
+/** A message as its record needs it. */
+export type RecordValues = [
+  id: string,
+  phone: string,
+  body: string,
+  direction: string,
+  status: string,
+  timestamp: number,
+  error: string | null,
+  replyTo: string | null,
+  mediaCount: number,
+  sendAt: number | null,
+];
+
+/** A message's file as its record shows it: id, content type, size. */
+export type MediaValues = [id: string, contentType: string, size: number];
 
 /** What a store answers: at once (bun:sqlite) or later (pg). */
 export type Maybe<T> = T | Promise<T>;
@@ -65,6 +87,12 @@ export interface FloorStore {
   history(phone: string, limit: number, offset: number): Maybe<{ rows: RecordValues[]; total: number }>;
   /** Inbound after `since` (µs, exclusive), oldest first, at most `limit` rows. */
   inboundAfter(since: number, limit: number, phone: string | null): Maybe<RecordValues[]>;
+  /** The files of these messages, each message's in order. */
+  mediaOf(ids: string[]): Maybe<Map<string, MediaValues[]>>;
+  /** Whether the contact opted out. */
+  optedOut(phone: string): Maybe<boolean>;
+  /** Sets the contact's opt-out (a keyword came in). */
+  setOptedOut(phone: string, out: boolean): Maybe<void>;
   close(): Maybe<void>;
 }
 
@@ -115,7 +143,7 @@ function phoneProblem(v: unknown): string | null {
 
 /** Why `v` cannot be a message text, or null (Textwire's rule, src/messages/text.ts). */
 function textProblem(v: unknown): string | null {
-  if (v === undefined) return "is required";
+  if (v === undefined) return "is required (or media)";
   if (typeof v !== "string") return "must be a string";
   return messageTextProblem(v, MAX_MESSAGE_LENGTH);
 }
@@ -209,15 +237,26 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 /** A string as JSON, exactly as JSON.stringify writes it, without its cost when nothing needs escaping. */
 const str = (s: string) => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
 
+const mediaJson = (m: MediaValues) => `{"id":${str(m[0])},"content_type":${str(m[1])},"size":${m[2]},"url":"/api/media/${m[0]}"}`;
+
 /** A message record's JSON (src/messages/service.ts toRecord), keys in the same order. */
-function recordJson(r: RecordValues): string {
+function recordJson(r: RecordValues, media: Map<string, MediaValues[]> | undefined): string {
   const error = r[6] ? `,"error":${str(r[6])}` : "";
-  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])}${error}}`;
+  const sendAt = r[9] === null ? "" : `,"send_at":"${isoTime(r[9] * 1000)}"`;
+  const files = r[8] > 0 ? (media?.get(r[0]) ?? []).map(mediaJson).join(",") : "";
+  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}]${error}${sendAt}}`;
 }
 
-function recordsJson(rows: RecordValues[]): string {
+/** The records of a page, its files read in one query only when a message has some. */
+async function recordsJson(rows: RecordValues[]): Promise<string> {
+  const withMedia = rows.filter((r) => r[8] > 0).map((r) => r[0]);
+  const media = withMedia.length > 0 ? await store.mediaOf(withMedia) : undefined;
+  return recordsText(rows, media);
+}
+
+function recordsText(rows: RecordValues[], media: Map<string, MediaValues[]> | undefined): string {
   let out = "[";
-  for (let i = 0; i < rows.length; i++) out += (i ? "," : "") + recordJson(rows[i]!);
+  for (let i = 0; i < rows.length; i++) out += (i ? "," : "") + recordJson(rows[i]!, media);
   return out + "]";
 }
 
@@ -244,6 +283,7 @@ async function send(req: Request): Promise<Response> {
   const issues: Issue[] = [];
   const { phone, message } = messageInput(await jsonBody(req), issues);
   if (issues.length) throw invalid(issues);
+  if (await store.optedOut(phone)) throw new Fail(403, "FORBIDDEN", OPTED_OUT_MESSAGE);
   const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "outbound", "queued", null);
   if (await store.markDelivered(id, `${LOOPBACK}:${id}`)) {
     return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoTime(timestamp)}","status":"delivered"}`);
@@ -265,6 +305,9 @@ async function webhook(req: Request): Promise<Response> {
   }
   if (issues.length) throw invalid(issues);
   const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "inbound", "received", (networkId as string | undefined) ?? null);
+  // Textwire writes the opt-out in the message's transaction; a keyword is rare, so here it follows it.
+  const action = optOutAction(message);
+  if (action) await store.setOptedOut(phone, action === "out");
   return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoTime(timestamp)}"}`);
 }
 
@@ -277,7 +320,7 @@ async function history(url: URL, rawPhone: string): Promise<Response> {
   const offset = wholeNumber(q.get("offset"), 0, 0, "offset", issues);
   if (issues.length) throw invalid(issues);
   const { rows, total } = await store.history(phone, limit, offset);
-  return json(`{"success":true,"messages":${recordsJson(rows)},"total":${total},"limit":${limit},"offset":${offset}}`);
+  return json(`{"success":true,"messages":${await recordsJson(rows)},"total":${total},"limit":${limit},"offset":${offset}}`);
 }
 
 async function poll(url: URL): Promise<Response> {
@@ -300,7 +343,7 @@ async function poll(url: URL): Promise<Response> {
   const rows = await store.inboundAfter(since, limit + 1, phone);
   const hasMore = rows.length > limit;
   if (hasMore) rows.pop();
-  return json(`{"success":true,"messages":${recordsJson(rows)},"count":${rows.length},"has_more":${hasMore}}`);
+  return json(`{"success":true,"messages":${await recordsJson(rows)},"count":${rows.length},"has_more":${hasMore}}`);
 }
 
 type Handler = (req: Request, url: URL) => Promise<Response>;

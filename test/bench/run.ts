@@ -27,6 +27,9 @@
  *   BENCH_CLOCK=0       skips the clock part
  *   BENCH_GROWTH=0      skips the growth part (SQLite only)
  *   BENCH_GROWTH_SIZES  stored messages (default "10000,1000000")
+ *   BENCH_WEBHOOKS=0    skips the outbound webhooks part
+ *   BENCH_WEBHOOK_EVENTS events delivered in each webhook measurement (default 5000)
+ *   BENCH_ONLY=webhooks runs only the outbound webhooks part
  *   BENCH_ROUTES        e.g. "send,poll": only routes whose name contains one of these
  *   BENCH_LOG_LEVEL     Textwire's LOG_LEVEL in the measured runs (default warn; info is its
  *                       own default, one log line per request)
@@ -80,6 +83,9 @@
  *   (start-up time: spawn to its `listening on` line, at LOG_LEVEL=info, median of 3) and
  *   history and poll (`since` in the middle, 100 messages a page) are measured with wrk; the
  *   floor is measured on the same file for comparison.
+ * - Outbound webhooks (test/bench/webhooks.ts): on each database, events delivered per second
+ *   to a receiver on 127.0.0.1, from a backlog (replay) and live (while inbound messages are
+ *   written).
  */
 import { Database } from "bun:sqlite";
 import type { Subprocess } from "bun";
@@ -89,6 +95,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { isoTime, microClock } from "../../src/messages/time";
 import { createTestDatabase } from "../support/postgres";
+import { webhookDelivery, type WebhookBenchResult } from "./webhooks";
 import { benchDatabases, PostgresWatch, seedPostgres, type Dialect, type SeedRow, type Waits } from "./postgres";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -109,6 +116,9 @@ const ROUNDS = Math.round(envNumber("BENCH_ROUNDS", 3));
 const CONNECTIONS = Math.round(envNumber("BENCH_CONNECTIONS", 32));
 const GROWTH = process.env.BENCH_GROWTH !== "0";
 const CLOCK = process.env.BENCH_CLOCK !== "0";
+const ONLY_WEBHOOKS = process.env.BENCH_ONLY === "webhooks";
+const WEBHOOKS = process.env.BENCH_WEBHOOKS !== "0";
+const WEBHOOK_EVENTS = Math.round(envNumber("BENCH_WEBHOOK_EVENTS", 5000));
 const GROWTH_SIZES = (process.env.BENCH_GROWTH_SIZES ?? "10000,1000000").split(",").map((s) => Number(s.trim()));
 const OUT = resolve(ROOT, process.env.BENCH_OUT ?? "bench/results.md");
 const KEEP = process.env.BENCH_KEEP === "1";
@@ -291,7 +301,7 @@ async function pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) =
 }
 
 /** Starts Textwire (`bun run start`, or `bun run start api` with mode "api") or the floor on `database`. */
-async function startServer(kind: Kind, database: BenchDatabase, logLevel: "warn" | "info" = "warn", mode?: "api"): Promise<Server> {
+async function startServer(kind: Kind, database: BenchDatabase, logLevel: "warn" | "info" = "warn", mode?: "api", extraEnv: Record<string, string> = {}): Promise<Server> {
   // taskset execs its command, so the pid is still bun's (and its children inherit the CPU).
   const cmd = [...(PIN ? ["taskset", "-c", "1"] : []), ...(kind === "textwire" ? ["bun", "run", "start", ...(mode ? [mode] : [])] : ["bun", "test/bench/floor.ts"])];
   const env: Record<string, string | undefined> = {
@@ -303,6 +313,7 @@ async function startServer(kind: Kind, database: BenchDatabase, logLevel: "warn"
     RATE_LIMIT_PER_MINUTE: "0",
     WORKFLOWS_DIR: "off",
     LOG_LEVEL: logLevel,
+    ...extraEnv,
   };
   const started = performance.now();
   const proc = Bun.spawn(cmd, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
@@ -1163,7 +1174,53 @@ async function growthAt(size: number): Promise<GrowthResult> {
   return { size, startups, emptyStartupMs, routes: routes.map((r, i) => ({ name: r.name, textwire: runs.textwire[i]!, floor: runs.floor[i]! })), peakRssKb };
 }
 
+/** Outbound webhooks on one database (test/bench/webhooks.ts). */
+interface WebhookSeries {
+  dialect: Dialect;
+  result: WebhookBenchResult;
+  /** Textwire's server CPU per delivered event in the backlog run, µs. */
+  cpuUsPerEvent: number;
+}
+
+async function webhookBench(dialect: Dialect): Promise<WebhookSeries> {
+  const database = await newDatabase(dialect, `webhooks-${dialect}`);
+  const server = await startServer("textwire", database, TW_LOG_LEVEL, undefined, { ALLOW_PRIVATE_URLS: "true" });
+  const before = cpuTicks(server.pid);
+  const result = await webhookDelivery(server.url, KEY, WEBHOOK_EVENTS, log);
+  const ticks = cpuTicks(server.pid) - before;
+  await server.stop();
+  await database.drop();
+  // Ticks over both runs: every event was written twice and delivered twice.
+  return { dialect, result, cpuUsPerEvent: ((ticks / TICKS) * 1e6) / (2 * result.events) };
+}
+
+function webhookReport(series: WebhookSeries[]): string[] {
+  if (series.length === 0) return [];
+  return [
+    "## Outbound webhooks",
+    "",
+    `Events delivered per second to a receiver on 127.0.0.1 (Bun.serve in the bench process, answering 204; one delivery in 50 verified with standardwebhooks), ${f0(series[0]!.result.events)} events each. ` +
+      "Backlog: the inbound messages are stored first, then an endpoint is created and replayed from the start; time from the replay's answer to the last delivery. " +
+      `Live: another endpoint, then as many inbound messages written by 16 clients at once; time from the first request to the last delivery. ${PIN ? "Textwire on CPU 1, the bench process (writer and receiver) not pinned" : "Nothing pinned"}. Server CPU: Textwire's over both runs, per event written and delivered.`,
+    "",
+    table(
+      ["database", "backlog: delivered/s", "live: delivered/s", "live: messages stored/s", "server CPU µs per event (store + deliver)", "duplicates", "bad signatures"],
+      series.map((w) => [
+        DIALECT_NAMES[w.dialect],
+        f0(w.result.backlogPerSecond),
+        f0(w.result.livePerSecond),
+        f0(w.result.liveWritesPerSecond),
+        f0(w.cpuUsPerEvent),
+        f0(w.result.duplicates),
+        f0(w.result.badSignatures),
+      ]),
+    ),
+    "",
+  ];
+}
+
 interface Report {
+  webhooks: WebhookSeries[];
   main: MainResult;
   clock: ClockSeries[];
   growth: GrowthResult[];
@@ -1177,7 +1234,7 @@ const floorOf = (g: GroupResult) => (g.ownFloor ? `floor on ${DIALECT_NAMES[g.di
 /** Throughput ratio a route must reach against its floor. */
 const targetRatio = (g: GroupResult) => (g.dialect === "sqlite" ? 0.7 : 0.5);
 
-function report({ main, clock, growth, startedAt, load0, postgresVersion }: Report): string {
+function report({ main, clock, growth, webhooks, startedAt, load0, postgresVersion }: Report): string {
   const lines: string[] = [];
   const textwires = main.servers.filter((s) => s.kind === "textwire");
   const version = (cmd: string[]) => Bun.spawnSync(cmd).stdout.toString().trim().split("\n")[0] ?? "?";
@@ -1423,6 +1480,8 @@ function report({ main, clock, growth, startedAt, load0, postgresVersion }: Repo
     );
   }
 
+  lines.push(...webhookReport(webhooks));
+
   lines.push("## Targets", "");
   const targets: (string | number)[][] = [];
   for (const r of main.results) {
@@ -1508,12 +1567,19 @@ async function main() {
       `${PIN ? "load generator on CPU 0, servers on CPU 1" : "not pinned"}, ` +
       `clock ${CLOCK ? "on" : "off"}, growth ${growthOn ? GROWTH_SIZES.join(", ") : "off"}`,
   );
+  const webhooks: WebhookSeries[] = [];
+  if (WEBHOOKS || ONLY_WEBHOOKS) for (const dialect of dialects) webhooks.push(await webhookBench(dialect));
+  if (ONLY_WEBHOOKS) {
+    const text = ["# Textwire benchmark: outbound webhooks only (BENCH_ONLY=webhooks)", "", ...webhookReport(webhooks)].join("\n");
+    process.stdout.write(`\n${text}\n`);
+    return;
+  }
   const mainResult = await mainComparison(dialects);
   const clock: ClockSeries[] = [];
   if (CLOCK) for (const dialect of (["postgres", "sqlite"] as const).filter((d) => dialects.includes(d))) clock.push(...(await clockScaling(dialect)));
   const growth: GrowthResult[] = [];
   if (growthOn) for (const size of GROWTH_SIZES) growth.push(await growthAt(size));
-  const text = report({ main: mainResult, clock, growth, startedAt, load0, postgresVersion: await watch?.version() });
+  const text = report({ main: mainResult, clock, growth, webhooks, startedAt, load0, postgresVersion: await watch?.version() });
   process.stdout.write(`\n${text}\n`);
   mkdirSync(dirname(OUT), { recursive: true });
   writeFileSync(OUT, text + "\n");

@@ -1,5 +1,6 @@
 // Typed calls to the REST face and the assertions every test file shares.
 import { expect } from "bun:test";
+import { TRPCClientError } from "@trpc/client";
 import { isValidPhoneNumber } from "libphonenumber-js";
 import type { Server } from "./harness";
 
@@ -11,6 +12,8 @@ export interface MessageRecord {
   timestamp: string;
   status: string;
   error?: string;
+  reply_to: string | null;
+  media: { id: string; content_type: string; size: number; url: string }[];
 }
 export interface SendResult {
   success: boolean;
@@ -229,4 +232,16 @@ export function expectError(reply: Reply<unknown>, status: number, code: string,
 export function expectBadField(reply: Reply<unknown>, field: string, secrets: string[] = []): void {
   const body = expectError(reply, 400, "BAD_REQUEST", secrets);
   expect(body.error.message.toLowerCase()).toContain(field.toLowerCase());
+}
+
+/** The tRPC error a call fails with; fails the test if the call succeeds. */
+export async function trpcFailure(promise: Promise<unknown>): Promise<{ code: unknown; message: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(TRPCClientError);
+    const e = err as { data?: { code?: unknown }; message: string };
+    return { code: e.data?.code, message: e.message };
+  }
+  throw new Error("expected the call to fail");
 }

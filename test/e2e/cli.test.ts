@@ -172,3 +172,117 @@ describe("before the first start", () => {
     }
   });
 });
+
+describe("webhooks", () => {
+  const RECEIVER = "http://127.0.0.1:9/hooks/cli";
+  let server: Server;
+  let db: TestDatabase;
+  const cli = (...args: string[]) => runCli(["webhooks", ...args], { DATABASE_URL: db.url, ALLOW_PRIVATE_URLS: "true" });
+  /** The JSON a command printed; fails with its stderr when it exited non-zero. */
+  const json = (r: CliResult) => {
+    if (r.code !== 0) throw new Error(`CLI failed (${r.code}): ${r.stderr}`);
+    return JSON.parse(r.stdout) as Record<string, any>;
+  };
+  let id = "";
+
+  beforeAll(async () => {
+    db = await testDatabase();
+    server = await startServer({ db, mode: "api", env: { ALLOW_PRIVATE_URLS: "true" } });
+  }, 60_000);
+  afterAll(async () => {
+    server?.kill();
+    await db?.cleanup();
+  });
+
+  test("create prints the endpoint with its secret once; the server lists it without", async () => {
+    const r = await cli("create", RECEIVER, "--events", "message.received,message.status_updated", "--description", "From the CLI");
+    const endpoint = json(r);
+    expect(endpoint).toMatchObject({ url: RECEIVER, events: ["message.received", "message.status_updated"], description: "From the CLI", enabled: true });
+    expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(r.stderr).toContain("not shown again");
+    id = endpoint.id;
+    const got = await call<{ endpoint: Record<string, unknown> }>(server, "GET", `/api/webhook-endpoints/${id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.endpoint).toEqual({ ...endpoint, secret: undefined });
+    expect(got.text).not.toContain(endpoint.secret);
+  });
+
+  test("list shows each endpoint's id, state, events and URL, never a secret", async () => {
+    const r = await cli("list");
+    expect(r.code).toBe(0);
+    const row = r.stdout.split("\n").find((l) => l.startsWith(id));
+    expect(row).toBeDefined();
+    for (const part of ["enabled", "message.received,message.status_updated", RECEIVER]) expect(row).toContain(part);
+    expect(r.stdout).not.toContain("whsec_");
+  });
+
+  test("update changes what it is given: --disable, --all-events, --enable, --url, --description", async () => {
+    expect(json(await cli("update", id, "--disable"))).toMatchObject({ id, enabled: false, events: ["message.received", "message.status_updated"] });
+    expect((await call<{ endpoint: { enabled: boolean } }>(server, "GET", `/api/webhook-endpoints/${id}`)).body.endpoint.enabled).toBe(false);
+    expect(json(await cli("update", id, "--all-events", "--enable"))).toMatchObject({ enabled: true, events: null });
+    const moved = json(await cli("update", id, "--url", `${RECEIVER}/v2`, "--description", "moved", "--events", "message.received"));
+    expect(moved).toMatchObject({ url: `${RECEIVER}/v2`, description: "moved", events: ["message.received"] });
+    expect("secret" in moved).toBe(false);
+  });
+
+  test("rotate-secret prints a new secret", async () => {
+    const first = json(await cli("rotate-secret", id));
+    const second = json(await cli("rotate-secret", id));
+    expect(first.secret).toMatch(/^whsec_/);
+    expect(second.secret).not.toBe(first.secret);
+  });
+
+  test("deliveries lists the endpoint's deliveries; replay queues events again", async () => {
+    const phone = newPhone();
+    const m = (await call<SendResult>(server, "POST", "/webhooks/loopback", { body: { phone, message: "for the CLI" } })).body;
+    const events = (await call<{ events: { id: string; data: { id: string } }[] }>(server, "GET", "/api/events?type=message.received")).body.events;
+    const event = events.find((e) => e.data.id === m.message_id)!;
+    const r = await cli("deliveries", id);
+    expect(r.code).toBe(0);
+    const row = r.stdout.split("\n").find((l) => l.includes(event.id));
+    expect(row).toBeDefined();
+    expect(row).toContain("pending");
+    expect(row).toMatch(/^dlv_/);
+    expect((await cli("deliveries", id, "--status", "failed")).stdout).toContain("no deliveries failed");
+    expect((await cli("deliveries", id, "--status", "pending", "--limit", "1")).stdout.trim().split("\n")).toHaveLength(2);
+    expect(json(await cli("replay", id, "--since", "2000-01-01T00:00:00Z"))).toEqual({ success: true, queued: 1 });
+  });
+
+  test("delete removes it: the server answers 404", async () => {
+    const r = await cli("delete", id);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(id);
+    expect((await call(server, "GET", `/api/webhook-endpoints/${id}`)).status).toBe(404);
+  });
+
+  const bad: [string, string[], string?][] = [
+    ["an ftp URL", ["create", "ftp://127.0.0.1/x"], "url"],
+    ["an unknown event type", ["create", RECEIVER, "--events", "message.sent"], "events"],
+    ["a repeated event type", ["create", RECEIVER, "--events", "message.received,message.received"], "events"],
+    ["an option of another command", ["create", RECEIVER, "--status", "failed"], "--status"],
+    ["no URL", ["create"], "url"],
+    ["an unknown endpoint", ["update", "we_nope", "--disable"], "not found"],
+    ["nothing to change", ["update", "we_nope"]],
+    ["--enable with --disable", ["update", "we_nope", "--enable", "--disable"], "--enable"],
+    ["--events with --all-events", ["update", "we_nope", "--events", "message.received", "--all-events"], "--all-events"],
+    ["delete of an unknown endpoint", ["delete", "we_nope"], "not found"],
+    ["rotate-secret of an unknown endpoint", ["rotate-secret", "we_nope"], "not found"],
+    ["a bad status", ["deliveries", "we_nope", "--status", "done"], "status"],
+    ["a limit of 0", ["deliveries", "we_nope", "--limit", "0"], "limit"],
+    ["replay without --since", ["replay", "we_nope"], "--since"],
+    ["replay with a since that is not ISO 8601", ["replay", "we_nope", "--since", "yesterday"], "since"],
+    ["an unknown subcommand", ["frobnicate"], "webhooks"],
+  ];
+  for (const [what, args, mentions] of bad) {
+    test(`${what}: non-zero exit, one line`, async () => {
+      expectOneLineError(await cli(...args), mentions);
+    });
+  }
+
+  test("without ALLOW_PRIVATE_URLS an http URL is refused, naming url, and nothing is stored", async () => {
+    const before = (await call<{ endpoints: unknown[] }>(server, "GET", "/api/webhook-endpoints")).body.endpoints.length;
+    expectOneLineError(await runCli(["webhooks", "create", RECEIVER], { DATABASE_URL: db.url }), "url: must be an https url");
+    expectOneLineError(await runCli(["webhooks", "create", "https://10.0.0.1/x"], { DATABASE_URL: db.url }), "private");
+    expect((await call<{ endpoints: unknown[] }>(server, "GET", "/api/webhook-endpoints")).body.endpoints.length).toBe(before);
+  });
+});

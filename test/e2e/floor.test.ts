@@ -79,7 +79,8 @@ function shape(value: unknown): unknown {
 const phoneOf = (n: number) => `+1415555${String(n).padStart(4, "0")}`;
 
 /**
- * The four routes, their common errors included, against one server; every answer in order.
+ * The four routes, their common errors and the opt-out rule included, against one server;
+ * every answer in order.
  * `phone` is one no other scenario on that database uses.
  */
 async function scenario(t: Target, phone: string): Promise<Answer[]> {
@@ -114,6 +115,12 @@ async function scenario(t: Target, phone: string): Promise<Answer[]> {
   await record(call(t, "GET", "/api/messages/12345"));
   await record(call(t, "GET", "/api/messages/poll", { key: null }));
   await record(call(t, "GET", "/api/messages/poll", { key: "not-a-key" }));
+  // Opt-outs: STOP refuses the next send (403, nothing stored), START allows it again.
+  await record(call(t, "POST", "/webhooks/loopback", { body: { phone, message: " Stop. " } }));
+  await record(call(t, "POST", "/api/send", { body: { phone, message: "still there?" } }));
+  await record(call(t, "POST", "/webhooks/loopback", { body: { phone, message: "START" } }));
+  await record(call(t, "POST", "/api/send", { body: { phone, message: "welcome back" } }));
+  await record(call(t, "GET", `/api/messages/${encodeURIComponent(phone)}?limit=3`));
   return answers;
 }
 

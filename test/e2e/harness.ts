@@ -373,6 +373,7 @@ export async function spawnServer(opts: StartOptions = {}): Promise<Spawned & { 
     DATABASE_URL: db.url,
     API_KEYS: apiKey ?? "",
     WORKFLOWS_DIR: "off",
+    MEDIA_STORE: join(db.dir, "media"),
     RATE_LIMIT_PER_MINUTE: "0",
     LOG_LEVEL: "info",
     ...opts.env,

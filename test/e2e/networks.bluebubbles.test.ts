@@ -14,6 +14,7 @@ import { lines, spawnServer, startServer, testDatabase, waitUntil, type EnvOverl
 import {
   bbAttachment,
   bbMessage,
+  blueBubblesEnv,
   postBlueBubblesWebhook,
   startFakeBlueBubbles,
   type BbMessage,
@@ -26,21 +27,7 @@ setDefaultTimeout(60_000);
 
 const SECRET = randomBytes(24).toString("base64url");
 
-/** Every network variable is set or removed explicitly: the inherited environment decides none. */
-function bbEnv(fake: FakeBlueBubbles, overrides: EnvOverlay = {}): EnvOverlay {
-  return {
-    NETWORK: "bluebubbles",
-    BLUEBUBBLES_URL: fake.url,
-    BLUEBUBBLES_PASSWORD: fake.password,
-    WEBHOOK_SECRET: SECRET,
-    TWILIO_ACCOUNT_SID: undefined,
-    TWILIO_AUTH_TOKEN: undefined,
-    TWILIO_FROM: undefined,
-    TWILIO_API_URL: undefined,
-    PUBLIC_URL: undefined,
-    ...overrides,
-  };
-}
+const bbEnv = (fake: FakeBlueBubbles, overrides: EnvOverlay = {}): EnvOverlay => blueBubblesEnv(fake, SECRET, overrides);
 
 let fake: FakeBlueBubbles;
 let server: Server;
@@ -411,6 +398,8 @@ describe("catch-up: what the webhooks missed, fetched with message/query", () =>
 
     const second = await boot(f, db, key);
     await waitForText(second, phone, "reply while down");
+    // One catch-up page stores its inbound messages first, then applies the status reports.
+    await waitUntil("the echo's delivery applied", async () => (await history(second, phone)).messages.some((m) => m.id === sent.message_id && m.status === "delivered"));
     const { messages, total } = await history(second, phone);
     expect(total).toBe(2);
     expect(messages.map((m) => [m.message, m.direction])).toEqual([
@@ -582,7 +571,7 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     expect(f.sends.map((r) => [r.path, r.body.service])).toEqual([["/api/v1/chat/new", "SMS"]]);
   });
 
-  test("tapbacks, group messages and attachment-only messages are not stored as texts and never reach poll; attachment-only is logged", async () => {
+  test("tapbacks and group messages are not stored and never reach poll; an attachment-only message is, even when its file cannot be downloaded (logged)", async () => {
     const { f, s } = await pair();
     const phone = newPhone();
     const other = newPhone();
@@ -592,17 +581,23 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     await f.emit("new-message", tapback);
     const group = f.addGroup([phone, other]);
     await f.emit("new-message", bbMessage({ address: phone, text: "hello all", chatGuid: group.guid }));
+    // An attachment the Mac no longer has: its download is 404.
     const photo = bbMessage({ address: phone, text: "\uFFFC", attachments: [bbAttachment()] });
     await f.emit("new-message", photo);
     await f.emit("new-message", bbMessage({ address: phone, text: "marker" }));
     const polled = await poll(s, { phone });
-    expect(polled.messages.map((m) => m.message)).toEqual(["hi", "marker"]);
-    expect((await history(s, phone)).total).toBe(2);
+    expect(polled.messages.map((m) => [m.message, (m as { media?: unknown[] }).media])).toEqual([
+      ["hi", []],
+      ["", []],
+      ["marker", []],
+    ]);
+    expect((await history(s, phone)).total).toBe(3);
     expect((await poll(s, { phone: other })).count).toBe(0);
     const logged = lines(s.stdout + s.stderr);
-    const attachmentLine = logged.find((l) => l.includes("attachment-only") && l.includes(photo.guid));
-    expect(attachmentLine).toBeDefined();
-    expect(attachmentLine!).toContain('"attachments":1');
+    const mediaLine = logged.find((l) => l.includes("inbound media not downloaded") && l.includes(photo.guid));
+    expect(mediaLine).toBeDefined();
+    expect(mediaLine!).toContain("HTTP 404");
+    expect(mediaLine!).not.toContain(f.password);
     expect(logged.some((l) => l.includes("tapback dropped") && l.includes(tapback.guid))).toBe(true);
     expect(logged.some((l) => l.includes("group message dropped"))).toBe(true);
   });

@@ -379,13 +379,16 @@ describe("Twilio's errors on POST /api/send", () => {
     await expectFailedInHistory(phone, "to nowhere");
   });
 
-  test("400 with code 21610 (recipient unsubscribed) → 400 with Twilio's reason", async () => {
+  test("400 with code 21610 (recipient unsubscribed) → 403 FORBIDDEN, the contact opted out; the message is failed with Twilio's reason", async () => {
     const phone = newPhone();
     const twilioMessage = "Attempt to send to unsubscribed recipient";
     fake.reply({ kind: "error", httpStatus: 400, code: 21610, message: twilioMessage });
-    const body = expectError(await sendExpectingError(phone, "STOP respected"), 400, "BAD_REQUEST", [fake.authToken]);
-    expect(body.error.message).toContain(twilioMessage);
+    const body = expectError(await sendExpectingError(phone, "STOP respected"), 403, "FORBIDDEN", [fake.authToken]);
+    expect(body.error.message).toBe("phone: the contact opted out by replying STOP");
     await expectFailedInHistory(phone, "STOP respected");
+    expect((await history(server, phone)).messages[0]!.error).toContain(twilioMessage);
+    const contact = await call<{ contact: { opted_out: boolean } }>(server, "GET", `/api/contacts/${encodeURIComponent(phone)}`);
+    expect(contact.body.contact.opted_out).toBe(true);
   });
 
   test("429 with code 20429 (Too Many Requests) → 429 TOO_MANY_REQUESTS with a Retry-After; the message is failed in history", async () => {

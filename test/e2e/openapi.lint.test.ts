@@ -181,6 +181,61 @@ describe("NETWORK=loopback", () => {
     await check("/api/messages/poll", "get", server.fetch("/api/messages/poll", {}, "tw_wrong_key_aaaaaaaaaaaaaaaaaaaaaaaa")); // 401
     await check("/api/messages/poll", "get", server.fetch("/api/messages/poll", { method: "DELETE" })); // 405
 
+    // Scheduled sends: send_at, the waiting list, cancel.
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const scheduled = await server.fetch("/api/send", json({ phone: PHONE, message: "later", send_at: later }));
+    const scheduledId = ((await scheduled.clone().json()) as Json).message_id as string;
+    await expectDocumented(d, "/api/send", "post", scheduled);
+    await check("/api/send", "post", server.fetch("/api/send", json({ phone: PHONE, message: "x", send_at: "2020-01-01T00:00:00Z" }))); // 400
+    await check("/api/messages/scheduled", "get", server.fetch("/api/messages/scheduled?limit=5"));
+    await check("/api/messages/scheduled", "get", server.fetch("/api/messages/scheduled?offset=-1")); // 400
+    await check("/api/messages/scheduled", "get", server.fetch("/api/messages/scheduled", { method: "DELETE" })); // 405
+    await check("/api/messages/{id}/cancel", "post", server.fetch(`/api/messages/${scheduledId}/cancel`, { method: "POST" }));
+    await check("/api/messages/{id}/cancel", "post", server.fetch(`/api/messages/${scheduledId}/cancel`, { method: "POST" })); // 409
+    await check("/api/messages/{id}/cancel", "post", server.fetch("/api/messages/nope/cancel", { method: "POST" })); // 404
+    await check("/api/messages/{id}/cancel", "post", server.fetch("/api/messages/nope/cancel", { method: "POST" }, null)); // 401
+
+    // Outbound webhook endpoints and events (a public literal address: no DNS, no ALLOW_PRIVATE_URLS).
+    const HOOK = "https://93.184.215.14/hooks/textwire";
+    const created = await server.fetch("/api/webhook-endpoints", json({ url: HOOK, events: ["message.received"], description: "lint" }));
+    expect(created.status).toBe(201);
+    const endpoint = ((await created.clone().json()) as Json).endpoint as Json;
+    await expectDocumented(d, "/api/webhook-endpoints", "post", created);
+    await check("/api/webhook-endpoints", "post", server.fetch("/api/webhook-endpoints", json({ url: "http://10.0.0.1/" }))); // 400
+    await check("/api/webhook-endpoints", "post", server.fetch("/api/webhook-endpoints", { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" })); // 415
+    await check("/api/webhook-endpoints", "post", server.fetch("/api/webhook-endpoints", json({ url: HOOK }), null)); // 401
+    await check("/api/webhook-endpoints", "get", server.fetch("/api/webhook-endpoints"));
+    await check("/api/webhook-endpoints", "get", server.fetch("/api/webhook-endpoints", { method: "PUT" })); // 405
+    const item = `/api/webhook-endpoints/${endpoint.id}`;
+    const missing = "/api/webhook-endpoints/we_00000000000000000000000000000000";
+    await check("/api/webhook-endpoints/{id}", "get", server.fetch(item));
+    await check("/api/webhook-endpoints/{id}", "get", server.fetch(missing)); // 404
+    await check("/api/webhook-endpoints/{id}", "patch", server.fetch(item, { ...json({ enabled: false }), method: "PATCH" }));
+    await check("/api/webhook-endpoints/{id}", "patch", server.fetch(item, { ...json({ enabled: true, events: null }), method: "PATCH" }));
+    await check("/api/webhook-endpoints/{id}", "patch", server.fetch(item, { ...json({ events: [] }), method: "PATCH" })); // 400
+    await check("/api/webhook-endpoints/{id}", "patch", server.fetch(missing, { ...json({ enabled: true }), method: "PATCH" })); // 404
+    await check("/api/webhook-endpoints/{id}/rotate-secret", "post", server.fetch(`${item}/rotate-secret`, { method: "POST" }));
+    await check("/api/webhook-endpoints/{id}/rotate-secret", "post", server.fetch(`${missing}/rotate-secret`, { method: "POST" })); // 404
+    await server.fetch("/webhooks/loopback", json({ phone: PHONE, message: "an event" }));
+    const listed = await server.fetch(`${item}/deliveries?status=pending&limit=10`);
+    const [delivery] = ((await listed.clone().json()) as Json).deliveries as Json[];
+    expect(delivery).toBeDefined();
+    await expectDocumented(d, "/api/webhook-endpoints/{id}/deliveries", "get", listed);
+    await check("/api/webhook-endpoints/{id}/deliveries", "get", server.fetch(`${item}/deliveries?status=done`)); // 400
+    await check("/api/webhook-endpoints/{id}/deliveries", "get", server.fetch(`${missing}/deliveries`)); // 404
+    const retry = `${item}/deliveries/${delivery!.id}/retry`;
+    await check("/api/webhook-endpoints/{id}/deliveries/{delivery_id}/retry", "post", server.fetch(retry, { method: "POST" }));
+    await check("/api/webhook-endpoints/{id}/deliveries/{delivery_id}/retry", "post", server.fetch(`${item}/deliveries/dlv_none/retry`, { method: "POST" })); // 404
+    await check("/api/webhook-endpoints/{id}/replay", "post", server.fetch(`${item}/replay`, json({ since: "2026-01-01T00:00:00Z" })));
+    await check("/api/webhook-endpoints/{id}/replay", "post", server.fetch(`${item}/replay`, json({ since: "soon" }))); // 400
+    await check("/api/webhook-endpoints/{id}/replay", "post", server.fetch(`${missing}/replay`, json({ since: "2026-01-01T00:00:00Z" }))); // 404
+    await server.fetch("/api/send", json({ phone: PHONE, message: "a status event" }));
+    await check("/api/events", "get", server.fetch("/api/events?limit=100"));
+    await check("/api/events", "get", server.fetch("/api/events?type=message.status_updated&since=2026-01-01T00:00:00Z"));
+    await check("/api/events", "get", server.fetch("/api/events?type=nope")); // 400
+    await check("/api/webhook-endpoints/{id}", "delete", server.fetch(item, { method: "DELETE" }));
+    await check("/api/webhook-endpoints/{id}", "delete", server.fetch(item, { method: "DELETE" })); // 404
+
     await check("/health", "get", server.fetch("/health", {}, null));
     await check("/health", "head", server.fetch("/health", { method: "HEAD" }, null));
     await check("/health", "get", server.fetch("/health", { method: "POST" }, null)); // 405

@@ -50,8 +50,22 @@ describe("GET /openapi.json", () => {
     ["/api/send", "post", []],
     ["/api/messages/{phone}", "get", ["phone", "limit", "offset"]],
     ["/api/messages/poll", "get", ["since", "phone"]],
+    ["/api/messages/scheduled", "get", ["limit", "offset"]],
+    ["/api/messages/{id}/cancel", "post", ["id"]],
     ["/webhooks/loopback", "post", []],
+    ["/api/webhook-endpoints", "post", []],
+    ["/api/webhook-endpoints", "get", []],
+    ["/api/webhook-endpoints/{id}", "get", ["id"]],
+    ["/api/webhook-endpoints/{id}", "patch", ["id"]],
+    ["/api/webhook-endpoints/{id}", "delete", ["id"]],
+    ["/api/webhook-endpoints/{id}/rotate-secret", "post", ["id"]],
+    ["/api/webhook-endpoints/{id}/deliveries", "get", ["id", "status", "limit"]],
+    ["/api/webhook-endpoints/{id}/replay", "post", ["id"]],
+    ["/api/webhook-endpoints/{id}/deliveries/{delivery_id}/retry", "post", ["id", "delivery_id"]],
+    ["/api/events", "get", ["since", "type", "limit"]],
   ];
+  // POSTs that take nothing but the path.
+  const bodyless = new Set(["/api/messages/{id}/cancel", "/api/webhook-endpoints/{id}/rotate-secret", "/api/webhook-endpoints/{id}/deliveries/{delivery_id}/retry"]);
   for (const [path, method, params] of routes) {
     test(`documents ${method.toUpperCase()} ${path}, protected by the bearer scheme${params.length ? `, with ${params.join(", ")}` : ""}`, () => {
       const paths = (doc.paths ?? {}) as Record<string, Record<string, Operation>>;
@@ -67,7 +81,7 @@ describe("GET /openapi.json", () => {
 
       const names = (op.parameters ?? []).map((p) => p.name);
       for (const p of params) expect(names).toContain(p);
-      if (method === "post") expect(op.requestBody).toBeDefined();
+      if (method === "post" || method === "patch") expect(op.requestBody === undefined).toBe(bodyless.has(path));
     });
   }
 
@@ -79,7 +93,13 @@ describe("GET /openapi.json", () => {
     ["/api/generate", "post"],
     ["/api/messages/{phone}", "get"],
     ["/api/messages/poll", "get"],
+    ["/api/messages/scheduled", "get"],
+    ["/api/messages/{id}/cancel", "post"],
     ["/webhooks/loopback", "post"],
+    ["/api/webhook-endpoints", "post"],
+    ["/api/webhook-endpoints/{id}", "patch"],
+    ["/api/webhook-endpoints/{id}/deliveries", "get"],
+    ["/api/events", "get"],
   ];
 
   test("POST /api/send and /api/generate take an Idempotency-Key header of 1 to 255 printable characters", () => {
@@ -108,6 +128,8 @@ describe("GET /openapi.json", () => {
       ["/api/messages/{phone}", "limit"],
       ["/api/messages/{phone}", "offset"],
       ["/api/messages/poll", "limit"],
+      ["/api/messages/scheduled", "limit"],
+      ["/api/messages/scheduled", "offset"],
     ] as const) {
       const schema = param(path, name).schema as Json;
       expect([name, schema.type, schema.anyOf]).toEqual([name, "integer", undefined]);
@@ -128,7 +150,7 @@ describe("GET /openapi.json", () => {
       const responses = op(path, method).responses as Json;
       for (const status of ["401", "405", "429", "500"]) expect([path, status, status in responses]).toEqual([path, status, true]);
       for (const [status, response] of Object.entries(responses)) {
-        if (status === "200") continue;
+        if (status === "200" || status === "201") continue;
         const schema = ((resolve(response as Json).content as Json)["application/json"] as Json).schema as Json;
         expect(String(schema.$ref)).toMatch(/^#\/components\/schemas\/(Error|GatewayTimeoutError)$/);
       }
@@ -141,6 +163,18 @@ describe("GET /openapi.json", () => {
       expect(error.required).toContain("message_id");
     }
     expect("503" in (op("/api/generate", "post").responses as Json)).toBe(true);
+    expect(Object.keys(op("/api/messages/{id}/cancel", "post").responses as Json)).toEqual(expect.arrayContaining(["200", "404", "409"]));
+  });
+
+  test("send_at, the statuses scheduled and canceled, and the record's send_at are documented", () => {
+    const schemas = (doc.components as Json).schemas as Json;
+    const message = resolve(schemas.Message as Json).properties as Json;
+    expect((message.status as Json).enum).toEqual(expect.arrayContaining(["scheduled", "queued", "sent", "delivered", "failed", "canceled", "received"]));
+    expect(String((message.send_at as Json).description)).toContain("ISO 8601");
+    const body = resolve((((op("/api/send", "post").requestBody as Json).content as Json)["application/json"] as Json).schema as Json);
+    const sendAt = (body.properties as Json).send_at as Json;
+    for (const word of ["ISO 8601", "UTC", "1 year", "scheduled"]) expect(String(sendAt.description)).toContain(word);
+    expect((body.required as string[]).includes("send_at")).toBe(false);
   });
 
   test("response headers are documented on the responses that carry them", () => {
@@ -148,7 +182,8 @@ describe("GET /openapi.json", () => {
       Object.keys((resolve((op(path, method).responses as Json)[status] as Json).headers ?? {}) as Json);
     for (const [path, method] of keyed) {
       for (const status of Object.keys(op(path, method).responses as Json)) expect(headersOf(path, method, status)).toContain("X-Request-Id");
-      for (const status of ["200", "400", "429"]) expect(headersOf(path, method, status)).toEqual(expect.arrayContaining(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]));
+      const success = "201" in (op(path, method).responses as Json) ? "201" : "200";
+      for (const status of [success, "400", "429"]) expect(headersOf(path, method, status)).toEqual(expect.arrayContaining(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]));
       expect(headersOf(path, method, "429")).toContain("Retry-After");
       expect(headersOf(path, method, "401")).toContain("WWW-Authenticate");
       expect(headersOf(path, method, "405")).toContain("Allow");
@@ -167,6 +202,19 @@ describe("GET /openapi.json", () => {
     const example = (status: string) => (((((op("/health", "get").responses as Json)[status] as Json).content as Json)["application/json"] as Json).example);
     expect(example("200")).toEqual({ status: "ok" });
     expect(example("503")).toEqual({ status: "unavailable", reason: "database" });
+  });
+
+  test("POST /api/webhook-endpoints answers 201 with the secret; every route taking an endpoint id documents 404", () => {
+    const responses = op("/api/webhook-endpoints", "post").responses as Json;
+    expect(Object.keys(responses)).toContain("201");
+    expect(Object.keys(responses)).not.toContain("200");
+    const schema = resolve((((responses["201"] as Json).content as Json)["application/json"] as Json).schema as Json);
+    expect(String((((schema.properties as Json).endpoint as Json).$ref))).toBe("#/components/schemas/WebhookEndpointWithSecret");
+    for (const [path, method] of routes) {
+      if (path.includes("{id}")) expect([path, method, "404" in (op(path, method).responses as Json)]).toEqual([path, method, true]);
+    }
+    const events = ((doc.components as Json).schemas as Json).Event as Json;
+    expect((events.oneOf as Json[]).length).toBe(3);
   });
 
   test("the document is public, the routes it describes are not", async () => {

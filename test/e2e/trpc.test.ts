@@ -1,9 +1,9 @@
 // One router, two faces (docs/api.md "tRPC, OpenAPI, docs"): the typed tRPC client at
 // /trpc reaches the same procedures, data, validation and auth as the REST routes.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import { createTRPCClient, httpBatchLink } from "@trpc/client";
 import { createClient, type AppRouter } from "../../src/client";
-import { call, expectRecord, expectSendResult, history, inbound, newPhone, poll, send } from "./api";
+import { call, expectRecord, expectSendResult, history, inbound, newPhone, poll, send, trpcFailure as failure } from "./api";
 import { newApiKey, startServer, type Server } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -17,17 +17,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => server?.kill());
 
-/** The tRPC error a call fails with; fails the test if the call succeeds. */
-async function failure(promise: Promise<unknown>): Promise<{ code: unknown; message: string }> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(TRPCClientError);
-    const e = err as { data?: { code?: unknown }; message: string };
-    return { code: e.data?.code, message: e.message };
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("the same data through both faces", () => {
   test("messages.send stores an outbound, delivered message that REST history shows", async () => {

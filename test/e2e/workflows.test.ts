@@ -168,7 +168,7 @@ export default defineWorkflow({
       // Each message was handled by exactly one successful run (the cursor moved past it).
       const runs = await readRuns(db, "echo-bot");
       expect(runs.filter((r) => r.status === "ok").reduce((n, r) => n + r.handled, 0)).toBe(10);
-      expect(runs.filter((r) => r.status !== "ok")).toEqual([]);
+      expect(runs.filter((r) => r.status === "error" || r.status === "timeout")).toEqual([]);
     },
     45_000,
   );
@@ -494,7 +494,7 @@ export default {
 
 describe("the shipped autoresponder", () => {
   test(
-    "a burst of three texts gets one reply after the quiet period; a lone STOP gets none",
+    "a burst of three texts gets one reply after the quiet period; a lone STOP, and a contact that opted out, get none",
     async () => {
       const { db } = await workspace();
       const fake = fakeModel();
@@ -508,6 +508,10 @@ describe("the shipped autoresponder", () => {
       const stored: string[] = [];
       for (const text of burst) stored.push((await inbound(server, talker, text)).timestamp);
       await inbound(server, quitter, "STOP");
+      // Opted out by Textwire's rule: its later texts get no reply and nothing is generated.
+      const lapsed = newPhone();
+      await inbound(server, lapsed, "Stop.");
+      await inbound(server, lapsed, "are you still there?");
 
       const reply = await waitFor(
         "the autoresponder's reply",
@@ -525,6 +529,8 @@ describe("the shipped autoresponder", () => {
       // The reply waited for the contact to be quiet for 5 s after the last text.
       expect(Date.parse(reply.timestamp) - Date.parse(stored.at(-1)!)).toBeGreaterThanOrEqual(5000);
       expect((await fullHistory(server, quitter)).filter((m) => m.direction === "outbound")).toEqual([]);
+      expect((await fullHistory(server, lapsed)).filter((m) => m.direction === "outbound")).toEqual([]);
+      expect(await readRuns(db, "autoresponder").then((runs) => runs.filter((r) => r.status === "error" || r.status === "timeout"))).toEqual([]);
 
       // One generation, and it saw the whole burst; the STOP was never shown to the model.
       expect(fake.requests).toHaveLength(1);

@@ -6,7 +6,11 @@
  * - `POST /api/v1/message/text?password=…` `{ chatGuid, tempGuid, message, method }`:
  *   validated as api/http/api/v1/validators/messageValidator.ts validateText does (chatGuid
  *   required; apple-script needs a tempGuid and a message; a tempGuid already being sent is
- *   refused); a chat guid the Mac does not have fails as api/apple/actions.ts sendMessage
+ *   refused); `selectedMessageGuid` (a threaded reply, with `partIndex`), like an effect or a
+ *   subject, forces method private-api, which needs the Private API enabled
+ *   (helpers/utils.ts checkPrivateApiStatus; off by default, as on a new server) and a
+ *   message or subject; the sent message then has `threadOriginatorGuid` set (the
+ *   interfaces/messageInterface.ts sendMessagePrivateApi path). A chat guid the Mac does not have fails as api/apple/actions.ts sendMessage
  *   fails, answered as api/http/api/v1/routers/messageRouter.ts sendText answers (500
  *   "Message Send Error", error type "iMessage Error"). A send may take as long as the test
  *   says; past the server's own 2-minute wait it answers as messagePromise.ts's timeout does.
@@ -20,6 +24,14 @@
  *   routers/messageRouter.ts query (`after`/`before` inclusive ms bounds; an unknown
  *   chatGuid ends without a body: 404).
  * - `GET /api/v1/message/:guid`: routers/messageRouter.ts find (404 "Message does not exist!").
+ * - `POST /api/v1/message/attachment`, multipart `chatGuid`, `tempGuid`, `name`, `method` and
+ *   the file as `attachment`: validated as messageValidator.ts validateAttachment does
+ *   (chatGuid and name required; apple-script needs a tempGuid; a missing or empty file is
+ *   400 "Attachment not provided or was empty!"); messageRouter.ts sendAttachment sends it
+ *   as a message of its own with no text and that attachment (named `name`), answered
+ *   "Attachment sent!" with the message. `uploads` keeps what was sent.
+ * - `GET /api/v1/attachment/:guid/download`: routers/attachmentRouter.ts download, the file
+ *   with its MIME type (404 "Attachment does not exist!").
  * - Error shapes: api/http/api/v1/responses/errors.ts; a wrong password is 401
  *   (middleware/authMiddleware.ts).
  * - Webhooks: a sent message is announced twice as `new-message`, once when it appears in
@@ -82,8 +94,10 @@ export interface RecordedRequest {
   query: Record<string, string>;
   /** Lower-case names. */
   headers: Record<string, string>;
-  /** The parsed JSON body; undefined when none or not JSON. */
+  /** The parsed JSON body, or a multipart form's text fields; undefined when none or neither. */
   body: any;
+  /** A multipart form's files by field name. */
+  files?: Record<string, File>;
   rawBody: string;
 }
 
@@ -106,6 +120,8 @@ export function bbMessage(p: {
   associatedMessageType?: string | null;
   associatedMessageGuid?: string | null;
   attachments?: unknown[];
+  /** A threaded reply: the guid of the message it answers. */
+  threadOriginatorGuid?: string | null;
 }): BbMessage {
   rowid++;
   const chatGuid = p.chatGuid ?? `iMessage;-;${p.address}`;
@@ -129,7 +145,7 @@ export function bbMessage(p: {
     associatedMessageGuid: p.associatedMessageGuid ?? null,
     associatedMessageType: p.associatedMessageType ?? null,
     expressiveSendStyleId: null,
-    threadOriginatorGuid: null,
+    threadOriginatorGuid: p.threadOriginatorGuid ?? null,
     hasPayloadData: false,
     chats: [{ guid: chatGuid, chatIdentifier: group ? chatGuid.split(";+;")[1]! : p.address, style: group ? 43 : 45 }],
   };
@@ -138,8 +154,8 @@ export function bbMessage(p: {
 }
 
 /** An attachment as api/serializers/AttachmentSerializer.ts lists it on a message. */
-export function bbAttachment(name = "IMG_0001.heic"): Record<string, unknown> {
-  return { originalROWID: ++rowid, guid: randomUUID().toUpperCase(), transferName: name, mimeType: "image/heic", totalBytes: 123456 };
+export function bbAttachment(name = "IMG_0001.heic", mimeType = "image/heic", totalBytes = 123456): { guid: string; transferName: string; mimeType: string; totalBytes: number; originalROWID: number } {
+  return { originalROWID: ++rowid, guid: randomUUID().toUpperCase(), transferName: name, mimeType, totalBytes };
 }
 
 /** What the fake answers to one send (message/text or chat/new). */
@@ -172,6 +188,10 @@ export interface FakeBlueBubbles {
   sent: BbMessage[];
   /** Webhook URLs the server posts events to (webhookService). */
   webhooks: string[];
+  /** Files sent with message/attachment, in order: the chat, the name and the bytes. */
+  uploads: { chatGuid: string; name: string; type: string; bytes: Uint8Array }[];
+  /** A file on the Mac that attachment/:guid/download serves; returns it as a message lists it. */
+  addAttachmentFile(bytes: Uint8Array, mimeType: string, name?: string): ReturnType<typeof bbAttachment>;
   /** Adds a one-to-one chat with `address` (as one that exists on the Mac already). */
   addChat(address: string, service?: string): BbChat;
   /** Adds a group chat with these addresses. */
@@ -198,7 +218,8 @@ function badRequest(error: string): Response {
 /** messagePromise.ts: the server gives up waiting for a sent message after 2 minutes. */
 const SERVER_SEND_WAIT_MS = 2 * 60_000;
 
-export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlueBubbles {
+/** `privateApi`: the server's Private API is enabled and its helper connected (needed for threaded replies). */
+export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boolean } = {}): FakeBlueBubbles {
   const password = opts.password ?? `bb-${randomUUID()}`;
   const requests: RecordedRequest[] = [];
   const messages: BbMessage[] = [];
@@ -209,6 +230,8 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
   const sendCache = new Set<string>();
   let sendReply: SendReply | ((req: RecordedRequest) => SendReply | Promise<SendReply>) = { kind: "sent" };
   let queryReply: QueryReply = { kind: "messages" };
+  const uploads: FakeBlueBubbles["uploads"] = [];
+  const files = new Map<string, { bytes: Uint8Array; mimeType: string }>();
 
   function addChat(address: string, service = "iMessage"): BbChat {
     const guid = `${service};-;${address}`;
@@ -248,12 +271,26 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
    * index.ts handleNewMessage announces it (no tempGuid), then emitMessageMatch announces it
    * with the tempGuid of the waiting send.
    */
-  async function macSends(chat: BbChat, text: string, tempGuid: string, reply: Extract<SendReply, { kind: "sent" }>): Promise<BbMessage | null> {
+  async function macSends(
+    chat: BbChat,
+    text: string | null,
+    tempGuid: string,
+    reply: Extract<SendReply, { kind: "sent" }>,
+    extra: { attachments?: unknown[]; threadOriginatorGuid?: string | null } = {},
+  ): Promise<BbMessage | null> {
     const delay = reply.delayMs ?? 0;
     if (delay > 0) await Bun.sleep(Math.min(delay, SERVER_SEND_WAIT_MS));
     if (delay >= SERVER_SEND_WAIT_MS) return null;
     const address = chat.participants[0]!;
-    const message = bbMessage({ address, text, isFromMe: true, chatGuid: chat.guid, ...(reply.guid ? { guid: reply.guid } : {}) });
+    const message = bbMessage({
+      address,
+      text,
+      isFromMe: true,
+      chatGuid: chat.guid,
+      attachments: extra.attachments ?? [],
+      threadOriginatorGuid: extra.threadOriginatorGuid ?? null,
+      ...(reply.guid ? { guid: reply.guid } : {}),
+    });
     sent.push(message);
     if (reply.store !== false) messages.push(message);
     await emit("new-message", message);
@@ -267,16 +304,28 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
     idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
-      const rawBody = await req.text();
+      // koa-body: multipart forms (attachments) and JSON.
+      const multipart = (req.headers.get("content-type") ?? "").startsWith("multipart/form-data");
+      const form = multipart ? await req.formData().catch(() => undefined) : undefined;
+      const rawBody = multipart ? "" : await req.text();
       let body: any;
-      try {
-        body = rawBody ? JSON.parse(rawBody) : undefined;
-      } catch {
-        body = undefined;
+      const formFiles: Record<string, File> = {};
+      if (form) {
+        body = {};
+        for (const [name, value] of form.entries()) {
+          if (typeof value === "string") body[name] = value;
+          else formFiles[name] = value;
+        }
+      } else {
+        try {
+          body = rawBody ? JSON.parse(rawBody) : undefined;
+        } catch {
+          body = undefined;
+        }
       }
       const headers: Record<string, string> = {};
       req.headers.forEach((v, k) => (headers[k.toLowerCase()] = v));
-      const recorded: RecordedRequest = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), headers, body, rawBody };
+      const recorded: RecordedRequest = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), headers, body, rawBody, ...(form ? { files: formFiles } : {}) };
       requests.push(recorded);
 
       // middleware/authMiddleware.ts: the password in ?guid, ?password or ?token.
@@ -292,15 +341,25 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
         // validators/messageValidator.ts validateText.
         if (!body || typeof body !== "object") return badRequest("The chatGuid field is required.");
         if (typeof body.chatGuid !== "string" || !body.chatGuid) return badRequest("The chatGuid field is required.");
-        const method = body.method ?? "apple-script";
-        if (method !== "apple-script" && method !== "private-api") return badRequest("The selected method is invalid.");
+        if (body.method !== undefined && body.method !== "apple-script" && body.method !== "private-api") return badRequest("The selected method is invalid.");
+        if (body.selectedMessageGuid !== undefined && typeof body.selectedMessageGuid !== "string") return badRequest("The selectedMessageGuid must be a string.");
+        if (body.partIndex !== undefined && !(Number(body.partIndex) >= 0)) return badRequest("The partIndex must be at least 0.");
+        // An effect, a subject or a reply implies the Private API, whatever method was asked.
+        const method = body.effectId || body.subject || body.selectedMessageGuid ? "private-api" : (body.method ?? "apple-script");
         if (method === "apple-script" && (typeof body.tempGuid !== "string" || !body.tempGuid)) {
           return badRequest("A 'tempGuid' is required when sending via AppleScript");
         }
         if (method === "apple-script" && (typeof body.message !== "string" || !body.message)) {
           return badRequest("A 'message' is required when sending via AppleScript");
         }
+        if (method === "private-api" && !body.message && !body.subject) {
+          return badRequest("A 'message' or 'subject' is required when sending via the Private API");
+        }
         if (sendCache.has(body.tempGuid)) return badRequest(`Message is already queued to be sent! (Temp GUID: ${body.tempGuid})`);
+        if (method === "private-api" && !opts.privateApi) {
+          // messageRouter.ts sendText: any other error becomes IMessageError with its text.
+          return bbError(500, "Message Send Error", "iMessage Error", "iMessage Private API is not enabled!");
+        }
         const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
         if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
         const chat = chats.get(body.chatGuid);
@@ -313,7 +372,7 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
         }
         sendCache.add(body.tempGuid);
         try {
-          const message = await macSends(chat, body.message, body.tempGuid, reply);
+          const message = await macSends(chat, body.message, body.tempGuid, reply, { threadOriginatorGuid: method === "private-api" ? (body.selectedMessageGuid ?? null) : null });
           if (!message) {
             // messagePromise.ts: "Message send timeout" rejects without a message.
             return Response.json(
@@ -326,6 +385,50 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
         } finally {
           sendCache.delete(body.tempGuid);
         }
+      }
+
+      if (req.method === "POST" && url.pathname === "/api/v1/message/attachment") {
+        // validators/messageValidator.ts validateAttachment (sendAttachmentRules).
+        if (!body || typeof body.chatGuid !== "string" || !body.chatGuid) return badRequest("The chatGuid field is required.");
+        if (typeof body.name !== "string" || !body.name) return badRequest("The name field is required.");
+        const method = body.method ?? "apple-script";
+        if (method !== "apple-script" && method !== "private-api") return badRequest("The selected method is invalid.");
+        if (method === "apple-script" && (typeof body.tempGuid !== "string" || !body.tempGuid)) {
+          return badRequest("A 'tempGuid' is required when sending via AppleScript");
+        }
+        if (sendCache.has(body.tempGuid)) return badRequest("Attachment is already queued to be sent!");
+        const file = formFiles.attachment;
+        if (!file || file.size === 0) return badRequest("Attachment not provided or was empty!");
+        const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
+        if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
+        const chat = chats.get(body.chatGuid);
+        // messageRouter.ts sendAttachment: anything thrown that is not a message is an IMessageError.
+        if (!chat) return bbError(500, "Attachment Send Error", "iMessage Error", `execution error: Messages got an error: Can’t get chat id "${body.chatGuid}". (-1728)`);
+        const bytes = new Uint8Array(await file.arrayBuffer());
+        uploads.push({ chatGuid: body.chatGuid, name: body.name, type: file.type, bytes });
+        const attachment = bbAttachment(body.name, file.type || "application/octet-stream", bytes.length);
+        files.set(attachment.guid, { bytes, mimeType: attachment.mimeType });
+        sendCache.add(body.tempGuid);
+        try {
+          const message = await macSends(chat, null, body.tempGuid, reply, { attachments: [attachment] });
+          if (!message) {
+            return Response.json(
+              { status: 500, message: "Attachment Send Error", error: { type: "iMessage Error", message: "Failed to send attachment! See attached message error code." }, data: null },
+              { status: 500 },
+            );
+          }
+          return Response.json({ status: 200, message: "Attachment sent!", data: message });
+        } finally {
+          sendCache.delete(body.tempGuid);
+        }
+      }
+
+      const download = /^\/api\/v1\/attachment\/([^/]+)\/download$/.exec(url.pathname);
+      if (req.method === "GET" && download) {
+        const file = files.get(decodeURIComponent(download[1]!));
+        if (!file) return bbError(404, "The requested resource was not found", "Database Error", "Attachment does not exist!");
+        // api/http/api/v1/responses/fileStream.ts: the file with its MIME type.
+        return new Response(file.bytes as Uint8Array<ArrayBuffer>, { headers: { "Content-Type": file.mimeType } });
       }
 
       if (req.method === "POST" && url.pathname === "/api/v1/chat/new") {
@@ -416,7 +519,7 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
     password,
     requests,
     get sends() {
-      return requests.filter(isPath("/api/v1/message/text", "/api/v1/chat/new"));
+      return requests.filter(isPath("/api/v1/message/text", "/api/v1/chat/new", "/api/v1/message/attachment"));
     },
     get queries() {
       return requests.filter(isPath("/api/v1/message/query"));
@@ -425,6 +528,12 @@ export function startFakeBlueBubbles(opts: { password?: string } = {}): FakeBlue
     chats,
     sent,
     webhooks,
+    uploads,
+    addAttachmentFile(bytes, mimeType, name = "IMG_0001.jpeg") {
+      const attachment = bbAttachment(name, mimeType, bytes.length);
+      files.set(attachment.guid, { bytes, mimeType });
+      return attachment;
+    },
     addChat,
     addGroup,
     emit,
@@ -470,4 +579,23 @@ export async function postBlueBubblesWebhook(
     body: JSON.stringify(event),
   });
   return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/**
+ * The server's environment for this fake: every network variable set or removed explicitly,
+ * so the inherited environment decides none (as twilioEnv in fake-twilio.ts).
+ */
+export function blueBubblesEnv(fake: FakeBlueBubbles, webhookSecret: string, overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return {
+    NETWORK: "bluebubbles",
+    BLUEBUBBLES_URL: fake.url,
+    BLUEBUBBLES_PASSWORD: fake.password,
+    WEBHOOK_SECRET: webhookSecret,
+    TWILIO_ACCOUNT_SID: undefined,
+    TWILIO_AUTH_TOKEN: undefined,
+    TWILIO_FROM: undefined,
+    TWILIO_API_URL: undefined,
+    PUBLIC_URL: undefined,
+    ...overrides,
+  };
 }

@@ -44,9 +44,9 @@ function postgresDialect(): TestDialect {
       const storage = await openPostgresStorage(database.url, 10);
       if (!own) {
         const { rows } = await storage.pool.query<{ name: string }>(
-          `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'message_clock'`,
+          `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('message_clock', 'event_clock')`,
         );
-        await storage.pool.query(`${rows.map((r) => `DELETE FROM ${r.name};`).join(" ")} UPDATE message_clock SET t = 0`);
+        await storage.pool.query(`${rows.map((r) => `DELETE FROM ${r.name};`).join(" ")} UPDATE message_clock SET t = 0; UPDATE event_clock SET t = 0`);
       }
       inUse.add(storage);
       const close = storage.close;

@@ -110,6 +110,20 @@ describe.each(dialects)("idempotency keys on $name", (dialect) => {
     expect(await begin(claim, "p", 1000)).toEqual({ replay: sentAnswer(sent) });
   });
 
+  test("a scheduled send is answered once stored: a request that died before remembering it replays it, even after the message went out", async () => {
+    const { storage, deps, net, begin } = await setup({ realTime: true });
+    const claim = { scope: "key:a", key: "k1" };
+    await begin(claim, "p", 1000);
+    const sendAt = (Date.now() + 60_000) * 1000;
+    const scheduled = await sendMessage(deps, { phone: "+14155550123", message: "later", send_at: sendAt }, { claim, answer: sentAnswer });
+    expect(net.sent).toEqual([]);
+    // No markDone: the process stopped right after storing it; then the message was claimed.
+    expect(await storage.messages.setStatus(scheduled.id, "queued")).toBe(true);
+    expect(await begin(claim, "p", 1000)).toEqual({ replay: { ...sentAnswer(scheduled), status: "scheduled" } });
+    // Now remembered: answered again without a look at the message.
+    expect(await begin(claim, "p", 1000)).toEqual({ replay: { ...sentAnswer(scheduled), status: "scheduled" } });
+  });
+
   test("a request that died before storing anything is taken over once its lock expires", async () => {
     const { begin } = await setup({ realTime: true });
     const claim = { scope: "key:a", key: "k1" };

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { countActiveKeys, createKey, createKeyVerifier, generateKey, listKeys, revokeKey } from "../../src/auth/keys";
+import { countActiveKeys, createKey, createKeyVerifier, generateKey, hashKey, listKeys, revokeKey } from "../../src/auth/keys";
 import { AppError } from "../../src/errors";
 import { dialects, manualClock, rejectionOf, storages } from "./helpers";
 
@@ -46,8 +46,8 @@ describe.each(dialects)("on $name", (dialect) => {
       clock.t = Date.UTC(2026, 10, 21, 9, 30);
       const { key, info } = await createKey(keys, "ci");
       expect(key).toMatch(/^tw_[A-Za-z0-9_-]{24,}$/);
-      expect(info).toEqual({ name: "ci", prefix: key.slice(0, 10), createdAt: expect.any(String), revokedAt: null });
-      if (dialect.movableClock) expect(info.createdAt).toBe("2026-11-21T09:30:00.000Z");
+      expect(info).toEqual({ name: "ci", prefix: key.slice(0, 10), created_at: expect.any(String), revoked_at: null });
+      if (dialect.movableClock) expect(info.created_at).toBe("2026-11-21T09:30:00.000Z");
       expect(await listKeys(keys)).toEqual([info]);
     });
 
@@ -80,12 +80,12 @@ describe.each(dialects)("on $name", (dialect) => {
       const fresh = (await createKey(keys, "ci")).key;
       expect(fresh).not.toBe(old);
       expect(await countActiveKeys(keys)).toBe(1);
-      const listed = (await listKeys(keys)).map((k) => [k.name, k.revokedAt === null]);
+      const listed = (await listKeys(keys)).map((k) => [k.name, k.revoked_at === null]);
       expect(listed).toEqual([
         ["ci", false],
         ["ci", true],
       ]);
-      if (dialect.movableClock) expect((await listKeys(keys))[0]?.revokedAt).toBe("2026-01-02T00:00:00.000Z");
+      if (dialect.movableClock) expect((await listKeys(keys))[0]?.revoked_at).toBe("2026-01-02T00:00:00.000Z");
       const verify = createKeyVerifier(keys, []);
       expect(await verify(old)).toBeNull();
       expect(await verify(fresh)).not.toBeNull();
@@ -171,6 +171,36 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("no keys at all: everything is refused", async () => {
       expect(await createKeyVerifier((await setup()).keys, [])(generateKey())).toBeNull();
+    });
+  });
+
+  describe("createKeyVerifier.byHash: the same check from a key's hash (a console session's)", () => {
+    const hex = (key: string) => hashKey(key).toString("hex");
+
+    test("gives the same id as the key itself, for stored and environment keys", async () => {
+      const { keys } = await setup();
+      const { key } = await createKey(keys, "ci");
+      const env = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
+      const verify = createKeyVerifier(keys, [env]);
+      expect(await verify.byHash(hex(key))).toBe((await verify(key))!);
+      expect(await verify.byHash(hex(env))).toBe("env:0");
+    });
+
+    test("a revoked key's hash is refused at once", async () => {
+      const { keys } = await setup();
+      const { key } = await createKey(keys, "ci");
+      const verify = createKeyVerifier(keys, []);
+      await revokeKey(keys, "ci");
+      expect(await verify.byHash(hex(key))).toBeNull();
+    });
+
+    test("unknown or malformed hashes are refused, never thrown on", async () => {
+      const { keys } = await setup();
+      const { key } = await createKey(keys, "ci");
+      const verify = createKeyVerifier(keys, ["env_key_aaaaaaaaaaaaaaaaaaaaaaaa"]);
+      for (const wrong of ["", "00", hex(generateKey()), hex(key).toUpperCase(), hex(key).slice(2), `${hex(key)}00`, key]) {
+        expect(await verify.byHash(wrong)).toBeNull();
+      }
     });
   });
 });

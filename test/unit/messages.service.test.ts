@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { MessageRepository } from "../../src/db/port";
+import type { Storage } from "../../src/db/port";
 import { AppError } from "../../src/errors";
 import { listHistory, pollInbound, recordInbound, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import { isoTime, parseIsoInstant } from "../../src/messages/time";
@@ -11,9 +11,9 @@ const A = "+14155550123";
 const B = "+442079460958";
 
 /** Stores `n` inbound messages from `phone` ("in 1", "in 2", …) and returns their records. */
-async function receive(store: MessageRepository, phone: string, n: number, prefix = "in") {
+async function receive(storage: Storage, phone: string, n: number, prefix = "in") {
   const records = [];
-  for (let i = 0; i < n; i++) records.push((await recordInbound(store, "loopback", { phone, message: `${prefix} ${i + 1}` })).record);
+  for (let i = 0; i < n; i++) records.push((await recordInbound(storage, "loopback", { phone, message: `${prefix} ${i + 1}` })).record);
   return records;
 }
 
@@ -24,12 +24,12 @@ describe.each(dialects)("on $name", (dialect) => {
     const clock = manualClock(start);
     const storage = await fresh(dialect.movableClock ? { clock: clock.now } : {});
     const deps: MessagingDeps = { storage, network: createLoopbackNetwork(), log: quietLog };
-    return { store: storage.messages, deps, clock };
+    return { store: storage.messages, storage, deps, clock };
   }
 
   describe("sendMessage on the loopback network", () => {
     test("ends delivered, with the stored timestamp", async () => {
-      const { store, deps } = await setup();
+      const { storage, store, deps } = await setup();
       const record = await sendMessage(deps, { phone: A, message: "hello" });
       expect(record).toMatchObject({ phone: A, message: "hello", direction: "outbound", status: "delivered" });
       expect(record.error).toBeUndefined();
@@ -50,7 +50,7 @@ describe.each(dialects)("on $name", (dialect) => {
 
   describe("sendMessage stores the message before the network sees it", () => {
     test("the network is asked about a message already stored as queued", async () => {
-      const { store, deps } = await setup();
+      const { storage, store, deps } = await setup();
       let seen: string | undefined;
       const watching: NetworkDriver = {
         name: "watching",
@@ -83,7 +83,7 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("the message stays in history as failed, with the error text", async () => {
-      const { store, deps } = await setup();
+      const { storage, store, deps } = await setup();
       await rejectionOf(sendMessage({ ...deps, network: refusing }, { phone: A, message: "hello" }));
       const history = await listHistory(store, { phone: A, limit: 50, offset: 0 });
       expect(history.total).toBe(1);
@@ -97,7 +97,7 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("a thrown non-Error is still recorded as the error text", async () => {
-      const { store, deps } = await setup();
+      const { storage, store, deps } = await setup();
       const odd: NetworkDriver = {
         name: "odd",
         send: () => Promise.reject("socket closed"),
@@ -110,18 +110,18 @@ describe.each(dialects)("on $name", (dialect) => {
 
   describe("recordInbound", () => {
     test("stores a received inbound message", async () => {
-      const { store } = await setup();
-      const { record, duplicate } = await recordInbound(store, "loopback", { phone: A, message: "hi there" });
+      const { storage, store } = await setup();
+      const { record, duplicate } = await recordInbound(storage, "loopback", { phone: A, message: "hi there" });
       expect(duplicate).toBe(false);
       expect(record).toMatchObject({ phone: A, message: "hi there", direction: "inbound", status: "received" });
       expect((await store.get(record.id))?.body).toBe("hi there");
     });
 
     test("the same network id twice stores one row and answers the first id, duplicate=true", async () => {
-      const { store, clock } = await setup();
-      const first = await recordInbound(store, "loopback", { phone: A, message: "hi", networkId: "net-42" });
+      const { storage, store, clock } = await setup();
+      const first = await recordInbound(storage, "loopback", { phone: A, message: "hi", networkId: "net-42" });
       clock.t += 5_000;
-      const second = await recordInbound(store, "loopback", { phone: A, message: "hi", networkId: "net-42" });
+      const second = await recordInbound(storage, "loopback", { phone: A, message: "hi", networkId: "net-42" });
       expect(first.duplicate).toBe(false);
       expect(second.duplicate).toBe(true);
       expect(second.record.id).toBe(first.record.id);
@@ -131,9 +131,9 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("different network ids are different messages", async () => {
-      const { store } = await setup();
-      const one = await recordInbound(store, "loopback", { phone: A, message: "hi", networkId: "net-1" });
-      const two = await recordInbound(store, "loopback", { phone: A, message: "hi", networkId: "net-2" });
+      const { storage, store } = await setup();
+      const one = await recordInbound(storage, "loopback", { phone: A, message: "hi", networkId: "net-1" });
+      const two = await recordInbound(storage, "loopback", { phone: A, message: "hi", networkId: "net-2" });
       expect(two.duplicate).toBe(false);
       expect(two.record.id).not.toBe(one.record.id);
       expect((await listHistory(store, { phone: A, limit: 50, offset: 0 })).total).toBe(2);
@@ -142,10 +142,10 @@ describe.each(dialects)("on $name", (dialect) => {
 
   describe("listHistory: one contact's messages, newest first", () => {
     test("newest first, both directions, only that phone; total counts all", async () => {
-      const { store, deps } = await setup();
+      const { storage, store, deps } = await setup();
       const sent = await sendMessage(deps, { phone: A, message: "out 1" });
-      await receive(store, B, 2, "other");
-      const [got] = await receive(store, A, 1);
+      await receive(storage, B, 2, "other");
+      const [got] = await receive(storage, A, 1);
       const sent2 = await sendMessage(deps, { phone: A, message: "out 2" });
       const page = await listHistory(store, { phone: A, limit: 50, offset: 0 });
       expect(page.messages.map((m) => m.id)).toEqual([sent2.id, got!.id, sent.id]);
@@ -154,15 +154,15 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("timestamps are strictly decreasing down the page", async () => {
-      const { store } = await setup(1_000); // frozen clock: ordering must still be by arrival
-      await receive(store, A, 10);
+      const { storage, store } = await setup(1_000); // frozen clock: ordering must still be by arrival
+      await receive(storage, A, 10);
       const stamps = (await listHistory(store, { phone: A, limit: 50, offset: 0 })).messages.map((m) => parseIsoInstant(m.timestamp)!);
       for (let i = 1; i < stamps.length; i++) expect(stamps[i]!).toBeLessThan(stamps[i - 1]!);
     });
 
     test("limit and offset select a window; total stays the full count", async () => {
-      const { store } = await setup();
-      const all = (await receive(store, A, 7)).reverse(); // newest first
+      const { storage, store } = await setup();
+      const all = (await receive(storage, A, 7)).reverse(); // newest first
       const page = (limit: number, offset: number) => listHistory(store, { phone: A, limit, offset });
       expect((await page(3, 0)).messages.map((m) => m.id)).toEqual(all.slice(0, 3).map((m) => m.id));
       expect((await page(3, 3)).messages.map((m) => m.id)).toEqual(all.slice(3, 6).map((m) => m.id));
@@ -174,8 +174,8 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("a limit above 100 is clamped to 100 and says so", async () => {
-      const { store } = await setup();
-      await receive(store, A, 105);
+      const { storage, store } = await setup();
+      await receive(storage, A, 105);
       const page = await listHistory(store, { phone: A, limit: 500, offset: 0 });
       expect(page.limit).toBe(100);
       expect(page.messages).toHaveLength(100);
@@ -183,20 +183,20 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("an unknown phone has no messages and total 0", async () => {
-      const { store } = await setup();
-      await receive(store, A, 2);
+      const { storage, store } = await setup();
+      await receive(storage, A, 2);
       expect(await listHistory(store, { phone: B, limit: 50, offset: 0 })).toEqual({ messages: [], total: 0, limit: 50, offset: 0 });
     });
   });
 
   describe("pollInbound: inbound only, oldest first, since exclusive", () => {
     test("only inbound messages, oldest first", async () => {
-      const { store, deps } = await setup();
-      const [first] = await receive(store, A, 1, "a");
+      const { storage, store, deps } = await setup();
+      const [first] = await receive(storage, A, 1, "a");
       await sendMessage(deps, { phone: A, message: "reply" });
-      const [second] = await receive(store, B, 1, "b");
+      const [second] = await receive(storage, B, 1, "b");
       await sendMessage(deps, { phone: B, message: "reply" });
-      const [third] = await receive(store, A, 1, "c");
+      const [third] = await receive(storage, A, 1, "c");
       const poll = await pollInbound(store, { limit: 100 });
       expect(poll.messages.map((m) => m.id)).toEqual([first!.id, second!.id, third!.id]);
       expect(poll.messages.every((m) => m.direction === "inbound" && m.status === "received")).toBe(true);
@@ -205,8 +205,8 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("since is exclusive: the message at since is not returned again", async () => {
-      const { store } = await setup();
-      const msgs = await receive(store, A, 4);
+      const { storage, store } = await setup();
+      const msgs = await receive(storage, A, 4);
       const since = parseIsoInstant(msgs[1]!.timestamp)!;
       expect((await pollInbound(store, { since, limit: 100 })).messages.map((m) => m.id)).toEqual([msgs[2]!.id, msgs[3]!.id]);
       expect((await pollInbound(store, { since: since - 1, limit: 100 })).messages[0]?.id).toBe(msgs[1]!.id);
@@ -214,32 +214,32 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("without since, from the first inbound message ever stored", async () => {
-      const { store } = await setup(0); // the very first timestamp is as early as the store allows
-      const msgs = await receive(store, A, 2);
+      const { storage, store } = await setup(0); // the very first timestamp is as early as the store allows
+      const msgs = await receive(storage, A, 2);
       expect((await pollInbound(store, { limit: 100 })).messages.map((m) => m.id)).toEqual(msgs.map((m) => m.id));
     });
 
     test("the phone filter returns only that phone's inbound messages", async () => {
-      const { store } = await setup();
-      const fromA = await receive(store, A, 1, "a1");
-      await receive(store, B, 2, "b");
-      fromA.push(...(await receive(store, A, 1, "a2")));
+      const { storage, store } = await setup();
+      const fromA = await receive(storage, A, 1, "a1");
+      await receive(storage, B, 2, "b");
+      fromA.push(...(await receive(storage, A, 1, "a2")));
       const poll = await pollInbound(store, { phone: A, limit: 100 });
       expect(poll.messages.map((m) => m.id)).toEqual(fromA.map((m) => m.id));
       expect(await pollInbound(store, { phone: "+61412345678", limit: 100 })).toEqual({ messages: [], count: 0, has_more: false });
     });
 
     test("polling consumes nothing: the same poll answers the same messages", async () => {
-      const { store } = await setup();
-      await receive(store, A, 3);
+      const { storage, store } = await setup();
+      await receive(storage, A, 3);
       expect(await pollInbound(store, { limit: 100 })).toEqual(await pollInbound(store, { limit: 100 }));
     });
   });
 
   describe("pollInbound: has_more is exact at the boundary", () => {
     test("limit equal to the number remaining: has_more false", async () => {
-      const { store } = await setup();
-      const msgs = await receive(store, A, 5);
+      const { storage, store } = await setup();
+      const msgs = await receive(storage, A, 5);
       const since = parseIsoInstant(msgs[1]!.timestamp)!; // 3 remain
       const poll = await pollInbound(store, { since, limit: 3 });
       expect(poll.count).toBe(3);
@@ -247,8 +247,8 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("one more remaining than the limit: has_more true", async () => {
-      const { store } = await setup();
-      const msgs = await receive(store, A, 5);
+      const { storage, store } = await setup();
+      const msgs = await receive(storage, A, 5);
       const since = parseIsoInstant(msgs[0]!.timestamp)!; // 4 remain
       const poll = await pollInbound(store, { since, limit: 3 });
       expect(poll.messages.map((m) => m.id)).toEqual(msgs.slice(1, 4).map((m) => m.id));
@@ -256,23 +256,23 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("with the phone filter, other phones' messages do not count as more", async () => {
-      const { store } = await setup();
-      await receive(store, A, 2);
-      await receive(store, B, 3);
+      const { storage, store } = await setup();
+      await receive(storage, A, 2);
+      await receive(storage, B, 3);
       expect((await pollInbound(store, { phone: A, limit: 2 })).has_more).toBe(false);
       expect((await pollInbound(store, { phone: B, limit: 2 })).has_more).toBe(true);
     });
 
     test("outbound messages after the page do not count as more", async () => {
-      const { store, deps } = await setup();
-      await receive(store, A, 2);
+      const { storage, store, deps } = await setup();
+      await receive(storage, A, 2);
       await sendMessage(deps, { phone: A, message: "reply" });
       expect((await pollInbound(store, { limit: 2 })).has_more).toBe(false);
     });
 
     test("a limit above 100 is clamped to 100", async () => {
-      const { store } = await setup();
-      await receive(store, A, 101);
+      const { storage, store } = await setup();
+      await receive(storage, A, 101);
       const poll = await pollInbound(store, { limit: 1000 });
       expect(poll.count).toBe(100);
       expect(poll.has_more).toBe(true);
@@ -281,12 +281,12 @@ describe.each(dialects)("on $name", (dialect) => {
 
   describe("pollInbound: the cursor guarantee", () => {
     test("passing the last timestamp as the next since walks every message exactly once", async () => {
-      const { store, deps, clock } = await setup(1_000_000);
+      const { storage, store, deps, clock } = await setup(1_000_000);
       const expected: string[] = [];
       for (let i = 0; i < 23; i++) {
         if (i % 4 === 0) clock.t -= 10; // a clock that jumps back now and then
         if (i % 3 === 0) await sendMessage(deps, { phone: A, message: `out ${i}` });
-        expected.push(...(await receive(store, i % 2 ? A : B, 1, `n${i}`)).map((m) => m.id));
+        expected.push(...(await receive(storage, i % 2 ? A : B, 1, `n${i}`)).map((m) => m.id));
       }
       const seen: string[] = [];
       let since: number | undefined;

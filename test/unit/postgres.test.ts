@@ -1,12 +1,15 @@
 // What only the PostgreSQL storage does: message inserts outside a transaction that arrive
 // together are written in one statement, and a message the database refuses fails alone;
 // connections that break or run out; the health probe's time limit.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import pg from "pg";
 import type { NewMessage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { describePostgres } from "../support/postgres";
 import { rejectionOf } from "./helpers";
+
+// A real database and real timers: bun's 5 s default per test is too short on a busy CI machine.
+setDefaultTimeout(30_000);
 
 const message = (id: string, body = "hi"): NewMessage => ({ id, phone: "+14155550123", body, direction: "outbound", status: "queued", network: "loopback", networkId: null });
 
@@ -40,6 +43,30 @@ describePostgres("the PostgreSQL storage", (db) => {
     // The storage keeps working.
     expect((await storage.messages.insert(message("after"))).created).toBe(true);
     expect(String(await rejectionOf(storage.messages.insert(message("bad-again", "\u0000"))))).toContain("0x00");
+  });
+
+  test("status moves that arrive together go in one statement: each caller learns whether its own moved, one event each", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `move-${i}`);
+    for (const id of ids) await storage.messages.insert(message(id));
+    const events = async () => (await storage.pool.query<{ n: string }>(`SELECT count(*) AS n FROM events WHERE message_id LIKE 'move-%'`)).rows[0]!.n;
+    const before = Number(await events());
+    // Every message to sent at once, the first also to delivered (after its move to sent, one
+    // batch later: two moves of one message never share a statement), and a refused move (queued → queued).
+    const results = await Promise.all([
+      ...ids.map((id) => storage.messages.setStatus(id, "sent", { networkId: `net-${id}` })),
+      storage.messages.setStatus("move-0", "delivered"),
+      storage.messages.setStatus("move-1", "queued"),
+    ]);
+    expect(results).toEqual([...ids.map(() => true), true, false]);
+    const rows = await storage.pool.query<{ id: string; status: string; network_id: string }>(`SELECT id, status, network_id FROM messages WHERE id LIKE 'move-%' ORDER BY id`);
+    expect(rows.rows.filter((r) => r.status === "sent").length).toBe(39);
+    expect(rows.rows.find((r) => r.id === "move-0")).toEqual({ id: "move-0", status: "delivered", network_id: "net-move-0" });
+    expect(rows.rows.every((r) => r.network_id === `net-${r.id}`)).toBe(true);
+    // One status event per applied move, none for the refused one.
+    expect(Number(await events()) - before).toBe(41);
+    // Few transactions wrote the 41 moves (a row's xmin is the transaction that last wrote it), not one each.
+    const writers = await storage.pool.query<{ n: string }>(`SELECT count(DISTINCT xmin::text) AS n FROM messages WHERE id LIKE 'move-%'`);
+    expect(Number(writers.rows[0]!.n)).toBeLessThanOrEqual(5);
   });
 
   test("a pooled connection lost mid-transaction is closed, and the storage goes on", async () => {

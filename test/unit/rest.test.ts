@@ -33,21 +33,47 @@ function op(method: string, path: string): RestOperation {
   return found;
 }
 
-const context = (): Context => ({ app, req: new Request("http://127.0.0.1/"), ip: "127.0.0.1", requestId: "r", responseHeaders: {}, keyId: "env:0" });
+const context = (): Context => ({ app, req: new Request("http://127.0.0.1/"), ip: "127.0.0.1", peer: "127.0.0.1", requestId: "r", responseHeaders: {}, keyId: "env:0" });
 const get = (path: string, query = "") =>
   op("GET", path).call({ ctx: context(), path, body: undefined, query: new URLSearchParams(query), signal: new AbortController().signal });
 const post = (path: string, body: unknown) =>
   op("POST", path).call({ ctx: context(), path, body, query: new URLSearchParams(), signal: new AbortController().signal });
 
 describe("REST operations", () => {
-  test("are the document's routes, in the router's order (poll before history)", () => {
+  test("are the document's routes, in the router's order (poll and scheduled before history)", () => {
     expect(operations.map((o) => `${o.method} ${o.pattern.source}`)).toEqual([
       "POST ^\\/api\\/send$",
       "GET ^\\/api\\/messages\\/poll$",
+      "GET ^\\/api\\/messages\\/scheduled$",
+      "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/cancel$",
       "GET ^\\/api\\/messages\\/(?<phone>[^/]+)$",
       "POST ^\\/api\\/generate$",
+      "GET ^\\/api\\/contacts\\/(?<phone>[^/]+)$",
       "POST ^\\/webhooks\\/loopback$",
+      "POST ^\\/api\\/webhook-endpoints$",
+      "GET ^\\/api\\/webhook-endpoints$",
+      "GET ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)$",
+      "PATCH ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)$",
+      "DELETE ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)$",
+      "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/rotate-secret$",
+      "GET ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/deliveries$",
+      "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/replay$",
+      "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/deliveries\\/(?<delivery_id>[^/]+)\\/retry$",
+      "GET ^\\/api\\/events$",
     ]);
+  });
+
+  test("read a JSON body only when the input has fields besides the path's; a creation answers 201", () => {
+    const withBody = operations.filter((o) => o.takesBody).map((o) => `${o.method} ${o.pattern.source}`);
+    expect(withBody).toEqual([
+      "POST ^\\/api\\/send$",
+      "POST ^\\/api\\/generate$",
+      "POST ^\\/webhooks\\/loopback$",
+      "POST ^\\/api\\/webhook-endpoints$",
+      "PATCH ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)$",
+      "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/replay$",
+    ]);
+    expect(operations.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.method} ${o.pattern.source}`)).toEqual(["201 POST ^\\/api\\/webhook-endpoints$"]);
   });
 
   test("are resolved once: a request does not walk the router", async () => {

@@ -123,7 +123,7 @@ describe("sendInput: field errors name the field and the problem", () => {
   test("missing fields are 'is required'", () => {
     expect(problems(send.safeParse({}))).toEqual([
       ["phone", "is required"],
-      ["message", "is required"],
+      ["message", "is required (or media)"],
     ]);
   });
 

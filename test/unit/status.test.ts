@@ -39,7 +39,7 @@ describe("delivered and failed are final", () => {
     expect(isFinalStatus("received")).toBe(true);
   });
 
-  test.each(["delivered", "failed", "received"] as const)("nothing moves out of %s", (from) => {
+  test.each(["delivered", "failed", "canceled", "received"] as const)("nothing moves out of %s", (from) => {
     for (const to of ALL) expect(canMoveTo(from, to)).toBe(false);
   });
 
@@ -53,12 +53,37 @@ describe("delivered and failed are final", () => {
   });
 });
 
+describe("scheduled leaves only to queued or canceled; canceled is final", () => {
+  test.each([
+    ["scheduled", "queued", true],
+    ["scheduled", "canceled", true],
+    ["scheduled", "sent", false],
+    ["scheduled", "delivered", false],
+    ["scheduled", "failed", false],
+    ["queued", "canceled", false],
+    ["sent", "canceled", false],
+    ["queued", "scheduled", false],
+    ["canceled", "scheduled", false],
+    ["canceled", "queued", false],
+  ] as const)("%s → %s: %p", (from, to, allowed) => {
+    expect(canMoveTo(from, to)).toBe(allowed);
+  });
+
+  test("canceled is final, scheduled is not", () => {
+    expect(isFinalStatus("canceled")).toBe(true);
+    expect(isFinalStatus("scheduled")).toBe(false);
+    for (const to of ALL) expect(canMoveTo("canceled", to)).toBe(false);
+  });
+});
+
 describe("statusesBefore lists exactly the statuses a change may start from", () => {
   test.each([
-    ["queued", []],
+    ["scheduled", []],
+    ["queued", ["scheduled"]],
     ["sent", ["queued"]],
     ["delivered", ["queued", "sent"]],
     ["failed", ["queued", "sent"]],
+    ["canceled", ["scheduled"]],
   ] as const)("before %s: %p", (to, expected) => {
     expect([...statusesBefore(to)].sort()).toEqual([...expected].sort());
   });

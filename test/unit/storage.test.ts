@@ -1,9 +1,12 @@
 // The storage port's own promises (src/db/port.ts), on every dialect: the unit of work,
 // conditional statements that one racer wins, and named leases.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { NewMessage } from "../../src/db/port";
 import { finishRun, ensureWorkflow } from "../../src/workflows/store";
 import { dialects, rejectionOf, storages } from "./helpers";
+
+// A real database and real timers: bun's 5 s default per test is too short on a busy CI machine.
+setDefaultTimeout(30_000);
 
 const message = (id: string): NewMessage => ({ id, phone: "+14155550123", body: "hi", direction: "outbound", status: "queued", network: "loopback", networkId: null });
 

@@ -35,7 +35,7 @@ function setups(dialect: TestDialect) {
       maxMessageLength: 10000,
       owner,
     });
-    const inbound = async (message: string, phone = PHONE) => (await recordInbound(storage.messages, "loopback", { phone, message })).record;
+    const inbound = async (message: string, phone = PHONE) => (await recordInbound(storage, "loopback", { phone, message })).record;
     const outbound = async () => (await storage.messages.history(PHONE, 100, 0)).rows.filter((r) => r.direction === "outbound");
     const runs = () => storage.workflows.recentRuns("test-flow", 100);
     return { storage, workflows: storage.workflows, clock, deps, inbound, outbound, runs };

@@ -1,25 +1,32 @@
 import {
+  canceledOutput,
   historyInput,
+  messageIdInput,
   historyOutput,
   pollInput,
   pollOutput,
+  scheduledInput,
+  scheduledOutput,
   sendInput,
   sendOutput,
 } from "../../messages/schemas";
+import { cancelScheduled, listScheduled } from "../../messages/scheduled";
 import { listHistory, pollInbound, sendMessage, sentAnswer } from "../../messages/service";
 import { generateInput, generateOutput } from "../../generator/schemas";
 import { generateReply, generatedAnswer } from "../../generator/service";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
+import { BODY_ERRORS, READ_ERRORS } from "../openapi";
 import { authedProcedure, documentedOnly, router } from "../trpc";
 
 const tags = ["messages"];
 
 // The error statuses each route answers, for the OpenAPI document (src/api/openapi.ts adds
 // the envelope and headers): "" takes the status's usual description, text says more.
-const read = { 400: "", 401: "", 405: "", 429: "", 500: "" };
-const write = { ...read, 409: "", 413: "", 415: "" };
+const read = READ_ERRORS;
+const write = { ...BODY_ERRORS, 409: "" };
 const NETWORK_ERRORS = {
   400: "Invalid input (the field is named), an invalid Idempotency-Key, or the network refused the recipient (the message stays in history as failed).",
+  403: "The contact opted out by replying STOP (`phone: the contact opted out by replying STOP`): nothing is stored or sent. When the network reports it (Twilio's error 21610) the message was already stored and stays failed.",
   429: "The key's rate limit or failed-authentication limit (Retry-After), or the network throttled the send (the message stays in history as failed).",
   502: "The network failed; the message stays in history as failed with its error.",
   504: "The network did not answer in time: the message may still go out. `error.message_id` names it; it keeps a non-final status until the network's report settles it, and a retry with the same Idempotency-Key answers from that record without sending again.",
@@ -38,7 +45,7 @@ export const messagesRouter = (maxMessageLength: number) =>
           tags,
           summary: "Send a text message",
           description:
-            "Stores the message (queued), then asks the network to send it. Once the network has accepted it the answer is success. Safe to retry with an Idempotency-Key.",
+            "Stores the message (queued), then asks the network to send it. Once the network has accepted it the answer is success. With `send_at` it is stored `scheduled` and sent at that time. Safe to retry with an Idempotency-Key.",
           protect: true,
           requestHeaders: idempotencyKeyHeader,
           errorResponses: { ...write, ...NETWORK_ERRORS },
@@ -69,6 +76,44 @@ export const messagesRouter = (maxMessageLength: number) =>
       .input(pollInput)
       .output(documentedOnly(pollOutput))
       .query(async ({ ctx, input }) => ({ success: true, ...(await pollInbound(ctx.app.storage.messages, input)) })),
+
+    // Declared before history, as poll is.
+    scheduled: authedProcedure
+      .meta({
+        openapi: {
+          method: "GET",
+          path: "/api/messages/scheduled",
+          tags,
+          summary: "Scheduled messages still waiting, soonest first",
+          description: "Messages sent with `send_at` that are still `scheduled`, by `send_at`, a page at a time; `total` counts them all.",
+          protect: true,
+          errorResponses: { ...read, 400: "`limit` is not a whole number of at least 1, or `offset` not one of at least 0." },
+        },
+      })
+      .input(scheduledInput)
+      .output(documentedOnly(scheduledOutput))
+      .query(async ({ ctx, input }) => ({ success: true, ...(await listScheduled(ctx.app.storage.messages, input)) })),
+
+    cancel: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/messages/{id}/cancel",
+          tags,
+          summary: "Cancel a scheduled message",
+          description: "A `scheduled` message becomes `canceled` (final) and is never sent. No body.",
+          protect: true,
+          successDescription: "The message, now `canceled`.",
+          errorResponses: {
+            ...read,
+            404: "No message with this id.",
+            409: "The message is not (or no longer) `scheduled`: it is being sent, was sent, or was canceled; the message says its status.",
+          },
+        },
+      })
+      .input(messageIdInput)
+      .output(canceledOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await cancelScheduled(ctx.app.storage.messages, input.id) })),
 
     history: authedProcedure
       .meta({

@@ -1,6 +1,16 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
-import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES, OPT_OUT_TYPES, RUN_STATUSES, RUN_TRIGGERS } from "../columns";
+import type { EventType } from "../../events/types";
+import {
+  DELIVERY_STATES,
+  ENDPOINT_DISABLED_REASONS,
+  IDEMPOTENCY_STATES,
+  MESSAGE_DIRECTIONS,
+  MESSAGE_STATUSES,
+  OPT_OUT_TYPES,
+  RUN_STATUSES,
+  RUN_TRIGGERS,
+} from "../columns";
 
 /** Times: µs since the epoch for messages (`timestamp`, `updated_at`, a workflow's cursor), ms elsewhere. */
 const time = (name: string) => bigint(name, { mode: "number" });
@@ -23,6 +33,12 @@ export const messages = pgTable(
     updatedAt: time("updated_at").notNull(),
     /** Inbound only: STOP, START or HELP when the network classed the text as such a keyword. */
     optOutType: text("opt_out_type", { enum: OPT_OUT_TYPES }),
+    /** The id of our message this one answers (a threaded reply); no foreign key: an id the network names may be gone. */
+    replyTo: text("reply_to"),
+    /** Scheduled messages only: when to send it (ms since the epoch). */
+    sendAt: time("send_at"),
+    /** Rows in `media` of this message, so pages read media only for the rows that have some. */
+    mediaCount: integer("media_count").notNull().default(0),
   },
   (t) => [
     uniqueIndex("messages_timestamp_uq").on(t.timestamp),
@@ -31,7 +47,31 @@ export const messages = pgTable(
     index("messages_inbound_phone_timestamp_idx").on(t.phone, t.timestamp).where(sql`direction = 'inbound'`),
     uniqueIndex("messages_network_id_uq").on(t.network, t.direction, t.networkId),
     index("messages_queued_idx").on(t.updatedAt).where(sql`status = 'queued'`),
+    // Only waiting rows: due ones (send_at <= now) and the listing, soonest first.
+    index("messages_scheduled_idx").on(t.sendAt, t.timestamp).where(sql`status = 'scheduled'`),
   ],
+);
+
+/** A message's files (pictures, …): the bytes are in the media store (src/media) under `store_key`. */
+export const media = pgTable(
+  "media",
+  {
+    /** `med_` + 32 hex digits. */
+    id: text("id").primaryKey(),
+    messageId: text("message_id")
+      .notNull()
+      .references(() => messages.id, { onDelete: "cascade" }),
+    /** 0 to 9: the order of the message's files. */
+    position: integer("position").notNull(),
+    contentType: text("content_type").notNull(),
+    /** Bytes. */
+    size: integer("size").notNull(),
+    /** Where the bytes are in the media store. */
+    storeKey: text("store_key").notNull(),
+    /** ms since the epoch. */
+    createdAt: time("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("media_message_position_uq").on(t.messageId, t.position)],
 );
 
 /**
@@ -64,6 +104,24 @@ export const apiKeys = pgTable(
     revokedAt: time("revoked_at"),
   },
   (t) => [uniqueIndex("api_keys_active_name_uq").on(t.name).where(sql`revoked_at IS NULL`)],
+);
+
+/**
+ * Operator console sign-ins (src/auth/sessions.ts): a row a session, keyed by the hash of
+ * its cookie token (the token itself is never stored). Times in ms.
+ */
+export const consoleSessions = pgTable(
+  "console_sessions",
+  {
+    /** SHA-256 of the cookie token, hex. */
+    idHash: text("id_hash").primaryKey(),
+    /** SHA-256 of the API key signed in with, hex: checked again on every request. */
+    keyHash: text("key_hash").notNull(),
+    csrfToken: text("csrf_token").notNull(),
+    createdAt: time("created_at").notNull(),
+    expiresAt: time("expires_at").notNull(),
+  },
+  (t) => [index("console_sessions_expires_idx").on(t.expiresAt)],
 );
 
 /** Every generated reply, sent or not. */
@@ -175,12 +233,16 @@ export const networkState = pgTable(
 );
 
 /**
- * How many messages each contact has, kept by a trigger on `messages` (see the migration),
+ * Each contact's opt-out, and how many messages it has, kept by a trigger on `messages` (see the migration),
  * so a history page's `total` costs one lookup, not a count over the contact's rows.
  */
 export const contacts = pgTable("contacts", {
   phone: text("phone").primaryKey(),
   messages: integer("messages").notNull(),
+  /** The contact replied STOP (or the network said it opted out); a row may exist before any message. */
+  optedOut: boolean("opted_out").notNull().default(false),
+  /** When it opted out (ms); null when it has not. */
+  optedOutAt: time("opted_out_at"),
 });
 
 /** Leases by name that any process may take (the maintenance leader). */
@@ -190,3 +252,91 @@ export const leases = pgTable("leases", {
   /** ms since the epoch. */
   until: time("until").notNull(),
 });
+
+/** Where events are pushed (docs/api.md, outbound webhooks). Times in ms. */
+export const webhookEndpoints = pgTable("webhook_endpoints", {
+  id: text("id").primaryKey(),
+  url: text("url").notNull(),
+  /** The event types it subscribes to; null: every type. */
+  events: text("events").array().$type<EventType[]>(),
+  description: text("description"),
+  enabled: boolean("enabled").notNull(),
+  /** Why Textwire disabled it; null when enabled or disabled by a client. */
+  disabledReason: text("disabled_reason", { enum: ENDPOINT_DISABLED_REASONS }),
+  secret: text("secret").notNull(),
+  previousSecret: text("previous_secret"),
+  previousSecretUntil: time("previous_secret_until"),
+  /** The first failed attempt since the last success. */
+  failingSince: time("failing_since"),
+  createdAt: time("created_at").notNull(),
+  updatedAt: time("updated_at").notNull(),
+});
+
+/**
+ * The outbox: one row an event, written by triggers (see the migration) in the transaction
+ * of the change it reports, with the message's changing fields as they were then.
+ */
+export const events = pgTable(
+  "events",
+  {
+    id: text("id").primaryKey(),
+    type: text("type").$type<EventType>().notNull(),
+    /** Microseconds since the epoch, from `event_clock`: unique and strictly increasing in commit order. */
+    timestamp: time("timestamp").notNull(),
+    messageId: text("message_id"),
+    status: text("status", { enum: MESSAGE_STATUSES }),
+    previousStatus: text("previous_status", { enum: MESSAGE_STATUSES }),
+    error: text("error"),
+    runId: text("run_id"),
+  },
+  (t) => [
+    uniqueIndex("events_timestamp_uq").on(t.timestamp),
+    index("events_type_timestamp_idx").on(t.type, t.timestamp),
+    index("events_run_idx").on(t.runId).where(sql`run_id IS NOT NULL`),
+  ],
+);
+
+/**
+ * The one clock of event timestamps, one row, as `message_clock` is for messages: each event
+ * moves it (`t = greatest(t + 1, clock_timestamp() in µs)`) and holds its row lock to commit.
+ */
+export const eventClock = pgTable(
+  "event_clock",
+  {
+    id: boolean("id").primaryKey().default(true),
+    /** The last timestamp given out (µs since the epoch). */
+    t: time("t").notNull(),
+  },
+  (t) => [check("event_clock_one_row", sql`${t.id}`)],
+);
+
+/** One event's delivery to one endpoint, with its attempts. Times in ms. */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    endpointId: text("endpoint_id")
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: "cascade" }),
+    eventId: text("event_id")
+      .notNull()
+      .references(() => events.id, { onDelete: "cascade" }),
+    state: text("state", { enum: DELIVERY_STATES }).notNull(),
+    attempts: integer("attempts").notNull(),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+    lastAttemptAt: time("last_attempt_at"),
+    nextAttemptAt: time("next_attempt_at"),
+    leaseOwner: text("lease_owner"),
+    leaseUntil: time("lease_until"),
+    createdAt: time("created_at").notNull(),
+    updatedAt: time("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_endpoint_event_uq").on(t.endpointId, t.eventId),
+    // Only pending rows: the claim's per-endpoint scan, earliest due first.
+    index("webhook_deliveries_due_idx").on(t.endpointId, t.nextAttemptAt).where(sql`state = 'pending'`),
+    index("webhook_deliveries_endpoint_created_idx").on(t.endpointId, t.createdAt),
+    index("webhook_deliveries_event_idx").on(t.eventId),
+  ],
+);

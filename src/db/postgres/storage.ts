@@ -1,13 +1,16 @@
 import type pg from "pg";
 import type { Repositories, Storage } from "../port";
 import { postgresApiKeys } from "./api-keys";
+import { postgresContacts } from "./contacts";
 import { postgresGenerations } from "./generations";
 import { postgresIdempotency } from "./idempotency";
 import { postgresLeases } from "./leases";
 import { postgresMessages } from "./messages";
 import { postgresNetworkState } from "./network-state";
 import { holdConnection, openPostgres, postgresTakesWrite } from "./open";
+import { postgresSessions } from "./sessions";
 import type { Run } from "./sql";
+import { postgresWebhooks } from "./webhooks";
 import { postgresWorkflows } from "./workflows";
 
 export interface PostgresStorage extends Storage {
@@ -16,12 +19,15 @@ export interface PostgresStorage extends Storage {
 
 const repositories = (run: Run, batchInserts = false): Repositories => ({
   messages: postgresMessages(run, batchInserts),
+  contacts: postgresContacts(run),
   idempotency: postgresIdempotency(run),
   workflows: postgresWorkflows(run),
   leases: postgresLeases(run),
   apiKeys: postgresApiKeys(run),
+  sessions: postgresSessions(run),
   generations: postgresGenerations(run),
   networkState: postgresNetworkState(run),
+  webhooks: postgresWebhooks(run),
 });
 
 /**

@@ -30,7 +30,11 @@ const endInterrupted = statement(
   "workflows.endInterruptedRuns",
   `UPDATE workflow_runs SET status = 'error', ended_at = ${NOW_MS}, error = $2 WHERE workflow = $1 AND status = 'running' AND NOT dry_run`,
 );
-const purgeRuns = statement("workflows.purgeRuns", `DELETE FROM workflow_runs WHERE started_at < ${NOW_MS} - $1 AND status <> 'running'`);
+// A run a `workflow.run_failed` event shows stays as long as the event.
+const purgeRuns = statement(
+  "workflows.purgeRuns",
+  `DELETE FROM workflow_runs WHERE started_at < ${NOW_MS} - $1 AND status <> 'running' AND NOT EXISTS (SELECT 1 FROM events WHERE run_id = workflow_runs.id)`,
+);
 const recentRuns = statement<WorkflowRunRow>(
   "workflows.recentRuns",
   `SELECT ${RUN} FROM workflow_runs WHERE workflow = $1 ORDER BY started_at DESC, id DESC LIMIT $2`,

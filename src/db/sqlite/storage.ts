@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { microClock } from "../../messages/time";
 import type { Repositories, Storage } from "../port";
 import { sqliteApiKeys } from "./api-keys";
+import { sqliteContacts } from "./contacts";
 import { Gate, gated, inTransaction, type Sync } from "./gate";
 import { sqliteGenerations } from "./generations";
 import { sqliteIdempotency } from "./idempotency";
@@ -9,6 +10,8 @@ import { sqliteLeases } from "./leases";
 import { sqliteMessages } from "./messages";
 import { sqliteNetworkState } from "./network-state";
 import { openChecker, openSqlite, probeWrite, takesWrite } from "./open";
+import { sqliteSessions } from "./sessions";
+import { sqliteWebhooks } from "./webhooks";
 import { sqliteWorkflows } from "./workflows";
 
 export interface SqliteOptions {
@@ -40,12 +43,15 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Sqlite
   const ms = () => Math.floor(clock() / 1000);
   const repositories: SyncRepositories = {
     messages: sqliteMessages(sqlite, clock),
+    contacts: sqliteContacts(sqlite, ms),
     idempotency: sqliteIdempotency(sqlite, ms),
     workflows: sqliteWorkflows(sqlite, ms),
     leases: sqliteLeases(sqlite, ms),
     apiKeys: sqliteApiKeys(sqlite, ms),
+    sessions: sqliteSessions(sqlite, ms),
     generations: sqliteGenerations(sqlite),
     networkState: sqliteNetworkState(sqlite),
+    webhooks: sqliteWebhooks(sqlite, ms),
   };
   const gate = new Gate();
   let open = false;

@@ -41,7 +41,10 @@ export function sqliteWorkflows(sqlite: Database, now: () => number): Sync<Workf
   const endInterrupted = sqlite.prepare<never, [{ workflow: string; error: string; now: number }]>(
     `UPDATE workflow_runs SET status = 'error', ended_at = $now, error = $error WHERE workflow = $workflow AND status = 'running' AND dry_run = 0`,
   );
-  const purgeRuns = sqlite.prepare<never, [{ before: number }]>(`DELETE FROM workflow_runs WHERE started_at < $before AND status <> 'running'`);
+  // A run a `workflow.run_failed` event shows stays as long as the event.
+  const purgeRuns = sqlite.prepare<never, [{ before: number }]>(
+    `DELETE FROM workflow_runs WHERE started_at < $before AND status <> 'running' AND NOT EXISTS (SELECT 1 FROM events WHERE run_id = workflow_runs.id)`,
+  );
   const recentRuns = sqlite.prepare<Stored<WorkflowRunRow, "dryRun">, [{ workflow: string; limit: number }]>(
     `SELECT ${RUN} FROM workflow_runs WHERE workflow = $workflow ORDER BY started_at DESC, id DESC LIMIT $limit`,
   );

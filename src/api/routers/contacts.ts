@@ -1,0 +1,23 @@
+import { contactInput, contactOutput, getContact } from "../../messages/contacts";
+import { READ_ERRORS } from "../openapi";
+import { authedProcedure, documentedOnly, router } from "../trpc";
+
+/** Contacts: whether one opted out (docs/api.md "Opt-outs"). */
+export const contactsRouter = router({
+  get: authedProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/api/contacts/{phone}",
+        tags: ["contacts"],
+        summary: "A contact's opt-out state",
+        description:
+          "Whether the contact opted out by replying STOP (or another opt-out word), and when. Sends to an opted-out contact are refused with 403 until it replies START. A phone never seen is not opted out.",
+        protect: true,
+        errorResponses: { ...READ_ERRORS, 400: "`phone` is not E.164." },
+      },
+    })
+    .input(contactInput)
+    .output(documentedOnly(contactOutput))
+    .query(async ({ ctx, input }) => ({ success: true, contact: await getContact(ctx.app.storage.contacts, input.phone) })),
+});

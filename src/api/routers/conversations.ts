@@ -1,0 +1,10 @@
+import { conversationsInput, conversationsOutput, listConversations } from "../../messages/conversations";
+import { authedProcedure, documentedOnly, router } from "../trpc";
+
+/** The console's conversation list (tRPC only: no REST route, docs/api.md "tRPC"). */
+export const conversationsRouter = router({
+  list: authedProcedure
+    .input(conversationsInput)
+    .output(documentedOnly(conversationsOutput))
+    .query(async ({ ctx, input }) => ({ conversations: await listConversations(ctx.app.storage.messages, input) })),
+});

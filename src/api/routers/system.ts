@@ -1,0 +1,26 @@
+import { z } from "zod";
+import type { App } from "../../app";
+import { authedProcedure, documentedOnly, noInput, router } from "../trpc";
+
+export const systemInfoOutput = z.object({
+  network: z.string().meta({ description: "NETWORK: loopback, twilio or bluebubbles." }),
+  generator: z.boolean().meta({ description: "An AI generator is configured (OPENAI_API_KEY)." }),
+  workflows_dir: z.string().nullable().meta({ description: "WORKFLOWS_DIR; null when off." }),
+});
+
+/** What the console adapts to: the loopback network's inbound simulation, the generator, workflows. */
+export function systemInfo(app: App): z.infer<typeof systemInfoOutput> {
+  return {
+    network: app.network.name,
+    generator: app.generator !== null,
+    workflows_dir: app.config.WORKFLOWS_DIR === "off" ? null : app.config.WORKFLOWS_DIR,
+  };
+}
+
+/** This server's setup (tRPC only, for the console). */
+export const systemRouter = router({
+  info: authedProcedure
+    .input(noInput)
+    .output(documentedOnly(systemInfoOutput))
+    .query(({ ctx }) => systemInfo(ctx.app)),
+});

@@ -1,0 +1,23 @@
+import { useId } from "react";
+import { ErrorAlert } from "../components/error-alert";
+import { useTRPC } from "../trpc";
+import { useMessageForm } from "./use-message-form";
+
+/** Sends to the thread's contact (Enter in the field submits the form); disabled for an opted-out contact. */
+export function Composer({ phone, optedOut }: { phone: string; optedOut: boolean }) {
+  const trpc = useTRPC();
+  const noteId = useId();
+  const { text, setText, mutation: send, submit } = useMessageForm(phone, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
+  return (
+    <form onSubmit={submit}>
+      <fieldset role="group" disabled={optedOut} aria-describedby={optedOut ? noteId : undefined}>
+        <input name="message" aria-label="Message" placeholder="Message" autoComplete="off" required value={text} onChange={(event) => setText(event.target.value)} />
+        <button type="submit" aria-busy={send.isPending}>
+          Send
+        </button>
+      </fieldset>
+      {optedOut && <small id={noteId}>The contact opted out: sends are refused until it replies START.</small>}
+      <ErrorAlert error={send.error} />
+    </form>
+  );
+}

@@ -1,0 +1,23 @@
+import { useLayoutEffect, useRef } from "react";
+import type { MessageRecord } from "../../messages/schemas";
+import { MessageItem } from "./message-item";
+
+/**
+ * The thread's messages, oldest first, scrolled to the newest whenever one arrives. The
+ * list scrolls on its own, so it takes keyboard focus (arrow keys scroll it).
+ */
+export function MessageList({ phone, messages }: { phone: string; messages: MessageRecord[] }) {
+  const ref = useRef<HTMLOListElement>(null);
+  const newestId = messages.at(-1)?.id;
+  useLayoutEffect(() => {
+    ref.current?.scrollTo({ top: ref.current.scrollHeight });
+  }, [newestId]);
+  const byId = new Map(messages.map((message) => [message.id, message]));
+  return (
+    <ol ref={ref} className="thread" tabIndex={0} aria-label={`Messages with ${phone}`}>
+      {messages.map((message) => (
+        <MessageItem key={message.id} message={message} repliesTo={message.reply_to ? byId.get(message.reply_to) : undefined} />
+      ))}
+    </ol>
+  );
+}

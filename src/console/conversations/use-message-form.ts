@@ -1,0 +1,29 @@
+import { useMutation, type UseMutationOptions } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { useRefreshMessages } from "../live";
+
+/**
+ * A one-field message form about one contact (the Composer, Simulate inbound): the text,
+ * and a submit that calls the mutation with `{ phone, message }` unless a call is under way.
+ * `options` gets the mutation's onSuccess: it empties the field and refreshes the messages.
+ */
+export function useMessageForm<TData, TError>(
+  phone: string,
+  options: (callbacks: { onSuccess: () => void }) => UseMutationOptions<TData, TError, { phone: string; message: string }>,
+) {
+  const refresh = useRefreshMessages();
+  const [text, setText] = useState("");
+  const mutation = useMutation(
+    options({
+      onSuccess: () => {
+        setText("");
+        refresh();
+      },
+    }),
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (!mutation.isPending) mutation.mutate({ phone, message: text });
+  };
+  return { text, setText, mutation, submit };
+}

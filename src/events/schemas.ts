@@ -1,0 +1,65 @@
+import { z } from "zod";
+import { isoInstant, messageRecord, wholeNumber } from "../messages/schemas";
+import { EVENT_TYPES } from "./types";
+
+export const eventType = z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` });
+
+/** A time field of an answer. */
+export const isoTime = (description: string) => z.string().meta({ description: `${description} ISO 8601, UTC, microseconds.`, example: "2026-11-21T09:30:00.123456Z" });
+
+// The events as GET /api/events lists them (src/events/types.ts toEvent).
+const eventFields = {
+  id: z.string().meta({ description: "`evt_…`: the `webhook-id` of its deliveries.", example: "evt_5b1e0c9d8a7f4e3b2c1d0e9f8a7b6c5d" }),
+  timestamp: isoTime("When the change happened; unique and strictly increasing (the cursor of GET /api/events)."),
+};
+/** A workflow run, as events and the console's workflows.runs show it (src/events/types.ts toRunRecord). */
+export const runRecord = z
+  .object({
+    id: z.string(),
+    workflow: z.string(),
+    trigger: z.enum(["schedule", "manual"]),
+    dry_run: z.boolean(),
+    status: z.enum(["ok", "error", "timeout", "running"]),
+    error: z.string().nullable(),
+    handled: z.number().int().meta({ description: "Inbound messages the run polled." }),
+    started_at: isoTime("When the run started."),
+    ended_at: isoTime("When it ended.").nullable(),
+  })
+  .meta({ id: "WorkflowRun" });
+
+export const eventRecord = z
+  .discriminatedUnion("type", [
+    z
+      .object({ ...eventFields, type: z.literal("message.received"), data: messageRecord })
+      .meta({ id: "MessageReceivedEvent", description: "An inbound message was stored." }),
+    z
+      .object({
+        ...eventFields,
+        type: z.literal("message.status_updated"),
+        data: messageRecord.extend({ previous_status: messageRecord.shape.status.meta({ description: "The status before this change." }) }),
+      })
+      .meta({ id: "MessageStatusUpdatedEvent", description: "An outbound message's status changed (a report that changed nothing writes no event)." }),
+    z
+      .object({ ...eventFields, type: z.literal("workflow.run_failed"), data: runRecord })
+      .meta({ id: "WorkflowRunFailedEvent", description: "A workflow run (not a dry run) ended as error or timeout." }),
+  ])
+  .meta({ id: "Event" });
+
+export const eventsInput = z.object({
+  since: isoInstant
+    .meta({
+      description:
+        "Exclusive: only events after this ISO 8601 date-time (without a zone it is UTC; read to the microsecond). Pass the timestamp of the last event you got. Omitted: from the oldest event kept.",
+      example: "2026-11-21T09:30:00.123456Z",
+    })
+    .optional(),
+  type: eventType.meta({ description: `Only events of this type: ${EVENT_TYPES.join(", ")}.` }).optional(),
+  limit: wholeNumber(1, { default: 100, description: "Most events returned, default and maximum 100; more is clamped to 100." }),
+});
+
+export const eventsOutput = z.object({
+  success: z.boolean(),
+  events: z.array(eventRecord),
+  count: z.number().int(),
+  has_more: z.boolean().meta({ description: "More events follow: ask again with `since` = the last event's timestamp." }),
+});

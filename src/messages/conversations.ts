@@ -1,0 +1,40 @@
+import { z } from "zod";
+import type { MessageRepository } from "../db/port";
+import { messageRecord, typeError, wholeNumber } from "./schemas";
+import { toRecords } from "./service";
+
+/** Most conversations one page lists. */
+export const MAX_CONVERSATIONS = 200;
+
+// No input at all is the first page (prefault: parsed as `{}`, so limit takes its default).
+export const conversationsInput = z
+  .object({
+    search: z
+      .string(typeError("a string"))
+      .regex(/^[+\d]*$/, { error: "must hold only digits and '+'" })
+      .min(1, { error: "must not be empty" })
+      .max(16, { error: "must be at most 16 characters" })
+      .optional()
+      .meta({ description: "Only phones holding these digits (and '+') anywhere in the number.", example: "4155" }),
+    limit: wholeNumber(1, { default: 50, max: MAX_CONVERSATIONS, description: `Most conversations returned, default 50, at most ${MAX_CONVERSATIONS}.` }),
+  })
+  .prefault({});
+
+export const conversationRecord = z
+  .object({
+    phone: z.string(),
+    last_message: messageRecord.meta({ description: "The newest message with this phone, either direction." }),
+    opted_out: z.boolean().meta({ description: "The contact opted out (replied STOP): sends to it are refused." }),
+  })
+  .meta({ id: "Conversation" });
+
+export const conversationsOutput = z.object({ conversations: z.array(conversationRecord) });
+
+export type ConversationRecord = z.infer<typeof conversationRecord>;
+
+/** One entry per phone with any message, the most recently active first. */
+export async function listConversations(messages: MessageRepository, input: { search?: string; limit: number }): Promise<ConversationRecord[]> {
+  const rows = await messages.conversations({ search: input.search, limit: input.limit });
+  const records = await toRecords(messages, rows);
+  return records.map((last, i) => ({ phone: last.phone, last_message: last, opted_out: rows[i]!.optedOut }));
+}
