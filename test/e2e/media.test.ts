@@ -218,7 +218,7 @@ describe("loopback", () => {
     expect(record.message).toBe("");
     expect(record.media.map((m) => m.content_type)).toEqual(["image/jpeg"]);
     expect((await bytesOf(server, record.media[0]!.url)).bytes).toEqual(PHOTO);
-    expect(server.stdout + server.stderr).toContain("inbound media not downloaded");
+    await waitFor("the log line", 5_000, () => (server.stdout + server.stderr).includes("inbound media not downloaded"), () => server.stdout + server.stderr);
   });
 
   test("the message.received event (GET /api/events) carries the message's media as its record does", async () => {

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, te
 // The official SDK's webhook functions, to sign and check requests as Twilio's own code does.
 import { getExpectedTwilioSignature, validateRequest } from "twilio/lib/webhooks/webhooks";
 import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
-import { lines, spawnServer, startServer, type Server } from "./harness";
+import { lines, spawnServer, startServer, waitFor, type Server } from "./harness";
 import {
   TEST_FROM as FROM,
   TEST_PUBLIC_URL as PUBLIC_URL,
@@ -634,7 +634,8 @@ describe("inbound text passes the rules of a sent message", () => {
     expect(reply.status).toBe(200);
     expect(reply.text).toMatch(EMPTY_TWIML);
     expect((await history(server, phone)).messages.map((m) => m.message)).toEqual(["Hi there!\tok\r\nnext[0m"]);
-    expect(server.stdout).toContain("inbound text cleaned to the message rules");
+    // The server logs it before it answers; its output reaches this process a little later.
+    await waitFor("the log line", 5_000, () => server.stdout.includes("inbound text cleaned to the message rules"), () => server.stdout);
   });
 
   test("a text with nothing readable left is answered (Twilio does not resend) and not stored", async () => {

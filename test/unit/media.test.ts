@@ -1,6 +1,9 @@
 // The media pieces on their own: the store (a folder, and S3 against a local S3-compatible
 // server, s3rver, started here on 127.0.0.1), fetching a URL (safety rules, redirects, the
 // size limit while streaming, content types sniffed), Range parsing and signed URLs.
+// s3rver 3.7.1 answers a PUT before the object's file is written (a GET right after could
+// read it empty); patches/s3rver@3.7.1.patch makes it answer once the file is closed, as S3
+// reads after writes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
