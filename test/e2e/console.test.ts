@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { call, expectError, newPhone } from "./api";
-import { KEY_PATTERN, runCli, startServer, type Server } from "./harness";
+import { KEY_PATTERN, runCli, startServer, waitFor, type Server } from "./harness";
 
 setDefaultTimeout(60_000);
 
@@ -305,8 +305,10 @@ describe("the console on one server", () => {
       expect(post.headers.get("allow")).toBe("GET, HEAD");
     });
 
-    test("the build ran once: one log line", () => {
-      expect(server.stdout.split("\n").filter((l) => l.includes('"built the console"'))).toHaveLength(1);
+    test("the build ran once: one log line", async () => {
+      const built = () => server.stdout.split("\n").filter((l) => l.includes('"built the console"'));
+      await waitFor("the build's log line", 5_000, () => built().length > 0, () => server.stdout);
+      expect(built()).toHaveLength(1);
     });
   });
 });

@@ -12,7 +12,7 @@
  * minutes later (README, Crash safety; the two minutes are simulated in the file).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
-import { startServer, testDatabase, type Server, type TestDatabase } from "./harness";
+import { startServer, testDatabase, waitFor, type Server, type TestDatabase } from "./harness";
 import { compareAcks, fullHistory, LOAD_PHONES, post, storedLoad, writeLoad, type Ack, type LoadState } from "./scenarios";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -96,7 +96,12 @@ test(
     expect(await db.run("UPDATE messages SET updated_at = updated_at - 180000000 WHERE status = 'queued'")).toBe(queuedBefore.length);
 
     server = await start(db);
-    const final = await storedLoad(server);
+    // The start's first maintenance round runs beside the server, not before it listens.
+    const restarted = server;
+    const final = await waitFor("the start's maintenance round", 10_000, async () => {
+      const rows = await storedLoad(restarted);
+      return queuedBefore.some((m) => rows.get(m.id)?.status === "queued") ? undefined : rows;
+    });
     const { missing, changed } = compareAcks(acks, final);
     expect(missing.slice(0, 20)).toEqual([]);
     expect(changed.slice(0, 20)).toEqual([]);
@@ -151,7 +156,12 @@ test(
       await file.run(insert, fresh.id, LOAD_PHONES[0] as string, "cut off thirty seconds ago", fresh.at, fresh.at);
 
       server = await start(file);
-      const byId = new Map((await fullHistory(server, LOAD_PHONES[0] as string)).map((m) => [m.id, m]));
+      // The start's first maintenance round runs beside the server, not before it listens.
+      const restarted = server;
+      const byId = await waitFor("the start's maintenance round", 10_000, async () => {
+        const rows = new Map((await fullHistory(restarted, LOAD_PHONES[0] as string)).map((m) => [m.id, m]));
+        return rows.get(stale.id)?.status === "queued" ? undefined : rows;
+      });
       expect(byId.get(before.json.message_id)?.status).toBe("delivered");
       const cutOff = byId.get(stale.id);
       expect(cutOff?.status).toBe("failed");

@@ -593,7 +593,12 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     ]);
     expect((await history(s, phone)).total).toBe(3);
     expect((await poll(s, { phone: other })).count).toBe(0);
-    const logged = lines(s.stdout + s.stderr);
+    // Logged while the webhooks were handled; the output reaches this process a little later.
+    const logged = await waitUntil("the log lines", () => {
+      const all = lines(s.stdout + s.stderr);
+      const want = ["inbound media not downloaded", "tapback dropped", "group message dropped"];
+      return want.every((w) => all.some((l) => l.includes(w))) ? all : undefined;
+    }, 5_000);
     const mediaLine = logged.find((l) => l.includes("inbound media not downloaded") && l.includes(photo.guid));
     expect(mediaLine).toBeDefined();
     expect(mediaLine!).toContain("HTTP 404");

@@ -128,7 +128,8 @@ describe("a scheduled message", () => {
   test("canceled before its time: canceled, never sent; cancel again, or after the send, is 409; an unknown id 404", async () => {
     const phone = newPhone();
     const text = `canceled ${crypto.randomUUID()}`;
-    const at = Date.now() + 1_500;
+    // Far enough ahead that the cancel always comes first, even on a loaded machine.
+    const at = Date.now() + 4_000;
     const { message_id: id } = await scheduleOk(server, phone, text, at);
     const canceled = await cancel(server, id);
     expect(canceled.status).toBe(200);
@@ -144,8 +145,8 @@ describe("a scheduled message", () => {
     expect(events.body.events.filter((e) => e.data.id === id).map((e) => `${e.data.previous_status}→${e.data.status}`)).toEqual(["scheduled→canceled"]);
 
     const sentText = `sent first ${crypto.randomUUID()}`;
-    const sent = await scheduleOk(server, phone, sentText, Date.now() + 300);
-    await waitFor("the send", ON_TIME_MS + SLACK_MS + 300, () => sends(sentText) > 0);
+    const sent = await scheduleOk(server, phone, sentText, Date.now() + 1_000);
+    await waitFor("the send", ON_TIME_MS + SLACK_MS + 1_000, () => sends(sentText) > 0);
     await waitFor("status sent", 5_000, async () => (await record(server, phone, sent.message_id)).status === "sent");
     const late = expectError(await cancel(server, sent.message_id), 409, "CONFLICT");
     expect(late.error.message).toBe(`message ${sent.message_id} is sent; only a scheduled message can be canceled`);
@@ -224,10 +225,11 @@ test("a message due while the server is down (SIGKILL) is sent at once after the
   extra.push(first);
   const phone = newPhone();
   const text = `after downtime ${crypto.randomUUID()}`;
-  const { message_id: id } = await scheduleOk(first, phone, text, Date.now() + 1_000);
+  // Due 3 s from now: the kill comes first, and the restart after.
+  const { message_id: id } = await scheduleOk(first, phone, text, Date.now() + 3_000);
   first.kill();
   await gone(first);
-  await Bun.sleep(3_000);
+  await Bun.sleep(4_000);
   expect(sends(text)).toBe(0);
   const second = await startServer({ db, apiKey, env: twilioEnv(fake) });
   extra.push(second);
@@ -256,11 +258,11 @@ test("one API process and two workers on one database: each scheduled message is
 
   const run = crypto.randomUUID();
   const texts: string[] = [];
-  const at = Date.now() + 1_500;
+  // Each one 1.5 s to 2.25 s ahead of its own request, so none is in the past however long the others took.
   for (let i = 0; i < 40; i++) {
     const text = `cluster ${run} ${i}`;
     texts.push(text);
-    await scheduleOk(api, newPhone(), text, at + (i % 4) * 250);
+    await scheduleOk(api, newPhone(), text, Date.now() + 1_500 + (i % 4) * 250);
   }
   await waitFor("every scheduled message at the network", 20_000, () => texts.every((t) => sends(t) > 0), output);
   await Bun.sleep(1_500);

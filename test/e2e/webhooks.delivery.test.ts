@@ -147,8 +147,11 @@ describe("each event type is pushed, signed, as the events list shows it", () =>
     const got = await inbound(server, phone, "hello there");
     const sent = await send(server, phone, "hi back");
 
-    const events = await until("the three event types", async () => {
-      const list = await allEvents(server);
+    // The workflow may fail once before the endpoint exists: only the events queued for the
+    // endpoint are expected at it.
+    const events = await until("the three event types queued for the endpoint", async () => {
+      const queued = new Set((await deliveries(server, ep.id, "?limit=100")).map((d) => d.event_id));
+      const list = (await allEvents(server)).filter((e) => queued.has(e.id));
       const types = new Set(list.map((e) => e.type));
       return types.has("message.received") && types.has("message.status_updated") && types.has("workflow.run_failed") ? list : undefined;
     }, 20_000);
@@ -175,7 +178,11 @@ describe("each event type is pushed, signed, as the events list shows it", () =>
       expect(first!.headers["user-agent"]).toContain("Textwire");
       expect(Math.abs(Number(first!.headers["webhook-timestamp"]) - first!.at / 1000)).toBeLessThan(30);
     }
-    const log = await deliveries(server, ep.id);
+    // The receiver logs a request before it answers; the server records the answer after.
+    const log = await until("the received event's delivery recorded", async () => {
+      const all = await deliveries(server, ep.id, "?limit=100");
+      return all.find((d) => d.event_id === received.id)?.state === "succeeded" ? all : undefined;
+    }, 5_000);
     expect(log.filter((d) => d.event_id === received.id).map((d) => [d.state, d.attempts, d.last_status])).toEqual([["succeeded", 1, 204]]);
   });
 
@@ -237,7 +244,11 @@ describe("failures and retries", () => {
     await until("the endpoint disabled", async () => ((await endpoint(server, ep.id)).enabled ? undefined : true), 10_000);
     const after = await endpoint(server, ep.id);
     expect([after.enabled, after.disabled_reason]).toEqual([false, "gone"]);
-    const [d] = await deliveries(server, ep.id);
+    // The endpoint is disabled before the attempt is recorded: wait for the record too.
+    const [d] = await until("the delivery recorded as failed", async () => {
+      const log = await deliveries(server, ep.id);
+      return log[0]?.state === "failed" ? log : undefined;
+    }, 5_000);
     expect([d!.state, d!.attempts, d!.last_status]).toEqual(["failed", 1, 410]);
     await inbound(server, newPhone(), "anyone?");
     await Bun.sleep(800);

@@ -69,10 +69,10 @@ export function describePostgres(label: string, body: (db: () => TestDatabase) =
     let database: TestDatabase | undefined;
     beforeAll(async () => {
       database = await createTestDatabase();
-    }, 15_000);
+    }, 60_000);
     afterAll(async () => {
       await database?.drop();
-    }, 15_000);
+    }, 60_000);
     body(() => {
       if (!database) throw new Error("the test database is not created yet (use it inside a test or hook)");
       return database;

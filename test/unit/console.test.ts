@@ -1,13 +1,16 @@
 // The console's HTTP helpers (src/api/console.ts) without a server: which origins are the
 // server's own and when a request counts as HTTPS (the cookie's Secure flag), and the
 // in-memory build of the app, once, a failure logged once and never thrown.
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { consoleBuilder, createOrigins } from "../../src/api/console";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/log";
+
+// Local servers and real I/O: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const configWith = (env: Record<string, string>) => loadConfig({ API_KEYS: "tw_unit_aaaaaaaaaaaaaaaaaaaaaaaa", ...env });
 const request = (url: string, headers: Record<string, string> = {}) => new Request(url, { headers });

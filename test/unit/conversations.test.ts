@@ -1,8 +1,11 @@
 // The console's conversation list: messages.conversations on each dialect and listConversations over it.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { NewMessage } from "../../src/db/port";
 import { listConversations } from "../../src/messages/conversations";
 import { dialects, storages } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const A = "+14155550123";
 const B = "+442079460958";

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { FakeChatModel, FakeListChatModel } from "@langchain/core/utils/testing";
 import { AppError } from "../../src/errors";
 import { ChatOpenAI } from "@langchain/openai";
@@ -10,6 +10,9 @@ import { promptValues } from "../../src/generator/prompt";
 import { generateReply } from "../../src/generator/service";
 import { createLoopbackNetwork } from "../../src/network/loopback";
 import { dialects, quietLog, storages } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const turns = [
   { role: "user" as const, content: "Hola, ¿abren mañana?" },

@@ -79,12 +79,13 @@ export const clockDialects = dialects.filter((d) => d.movableClock);
  */
 export function storages(dialect: TestDialect): (opts?: { clock?: () => number }) => Promise<Storage> {
   const opened: Storage[] = [];
+  // Closing and dropping a PostgreSQL database can take seconds on a loaded machine.
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((s) => s.close()));
-  });
+  }, 60_000);
   afterAll(async () => {
     await dialect.finish?.();
-  });
+  }, 60_000);
   return async (opts) => {
     const storage = await dialect.open(opts);
     opened.push(storage);

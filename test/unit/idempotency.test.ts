@@ -1,9 +1,14 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { AppError } from "../../src/errors";
 import { beginIdempotent, checkIdempotencyKey, fingerprint, IDEMPOTENCY_TTL_MS, runIdempotent } from "../../src/messages/idempotency";
 import { sendMessage, sentAnswer, type MessagingDeps } from "../../src/messages/service";
 import type { NetworkDriver } from "../../src/network/driver";
 import { clockDialects, dialects, quietLog, rejectionOf, storages, type TestDialect } from "./helpers";
+
+// Some tests wait on real time and a real database.
+setDefaultTimeout(30_000);
+/** A lock long enough that the steps between taking it and checking it never outlast it, even on a loaded machine. */
+const LOCK_MS = 1_500;
 
 /** A network that takes messages, refuses them, or holds them until released. */
 function controllableNetwork() {
@@ -127,23 +132,23 @@ describe.each(dialects)("idempotency keys on $name", (dialect) => {
   test("a request that died before storing anything is taken over once its lock expires", async () => {
     const { begin } = await setup({ realTime: true });
     const claim = { scope: "key:a", key: "k1" };
-    await begin(claim, "p", 300);
-    expect(await rejectionOf(begin(claim, "p", 300))).toBeInstanceOf(AppError);
-    await Bun.sleep(350);
-    expect(await taken(begin(claim, "p", 300))).toBe(true);
+    await begin(claim, "p", LOCK_MS);
+    expect(await rejectionOf(begin(claim, "p", LOCK_MS))).toBeInstanceOf(AppError);
+    await Bun.sleep(LOCK_MS + 100);
+    expect(await taken(begin(claim, "p", LOCK_MS))).toBe(true);
   });
 
   test("a request whose message was left queued is in progress while locked, then answered as an unknown outcome (504, never sent again) until the message is failed", async () => {
     const { storage, begin } = await setup({ realTime: true });
     const claim = { scope: "key:a", key: "k1" };
-    await begin(claim, "p", 300);
+    await begin(claim, "p", LOCK_MS);
     await storage.transaction(async (tx) => {
       await tx.messages.insert({ id: "m1", phone: "+14155550123", body: "hi", direction: "outbound", status: "queued", network: "test", networkId: null });
       await tx.idempotency.attach(claim, "m1", JSON.stringify({ id: "m1" }));
     });
-    expect(String(await rejectionOf(begin(claim, "p", 300)))).toContain("in progress");
-    await Bun.sleep(350);
-    const unknown = await rejectionOf(begin(claim, "p", 300));
+    expect(String(await rejectionOf(begin(claim, "p", LOCK_MS)))).toContain("in progress");
+    await Bun.sleep(LOCK_MS + 100);
+    const unknown = await rejectionOf(begin(claim, "p", LOCK_MS));
     expect(unknown).toBeInstanceOf(AppError);
     expect((unknown as AppError).code).toBe("GATEWAY_TIMEOUT");
     expect((unknown as AppError).details.message_id).toBe("m1");

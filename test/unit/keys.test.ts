@@ -1,7 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { countActiveKeys, createKey, createKeyVerifier, generateKey, hashKey, listKeys, revokeKey } from "../../src/auth/keys";
 import { AppError } from "../../src/errors";
 import { dialects, manualClock, rejectionOf, storages } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   const err = await rejectionOf(promise);

@@ -4,7 +4,7 @@
 // s3rver 3.7.1 answers a PUT before the object's file is written (a GET right after could
 // read it empty); patches/s3rver@3.7.1.patch makes it answer once the file is closed, as S3
 // reads after writes.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,9 @@ import { fetchMedia, MediaFetchError } from "../../src/media/fetch";
 import { signedMediaUrl, signedUrlProblem } from "../../src/media/signed-url";
 import { sniffContentType } from "../../src/media/sniff";
 import { folderStore, newMediaKey, openMediaStore, s3SettingsFromEnv, type MediaStore } from "../../src/media/store";
+
+// Local servers and real I/O: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const bytes = (...values: number[]) => new Uint8Array(values);
 const noise = (n: number) => new Uint8Array(Array.from({ length: n }, (_, i) => (i * 7 + 3) % 256));

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Storage } from "../../src/db/port";
 import { AppError } from "../../src/errors";
 import { listHistory, pollInbound, recordInbound, sendMessage, type MessagingDeps } from "../../src/messages/service";
@@ -6,6 +6,9 @@ import { isoTime, parseIsoInstant } from "../../src/messages/time";
 import type { NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
 import { dialects, manualClock, quietLog, rejectionOf, storages } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const A = "+14155550123";
 const B = "+442079460958";

@@ -1,7 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { NewMessage } from "../../src/db/port";
 import { microClock } from "../../src/messages/time";
 import { clockDialects, dialects, manualClock, storages, type TestDialect } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const A = "+14155550123";
 const B = "+442079460958";

@@ -2,7 +2,7 @@
 // drizzle/sqlite) opens with its rows, gaining only the new migrations: drizzle's journal
 // compares each migration's `when`, not its path.
 import { Database } from "bun:sqlite";
-import { afterEach, expect, test } from "bun:test";
+import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/node-postgres";
@@ -14,6 +14,9 @@ import pg from "pg";
 import { openPostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage } from "../../src/db/sqlite/storage";
 import { describePostgres } from "../support/postgres";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));

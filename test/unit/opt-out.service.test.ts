@@ -1,5 +1,5 @@
 import { FakeListChatModel } from "@langchain/core/utils/testing";
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Storage } from "../../src/db/port";
 import { AppError } from "../../src/errors";
 import { createGenerator } from "../../src/generator/generator";
@@ -11,6 +11,9 @@ import { recordInbound, sendMessage, type MessagingDeps } from "../../src/messag
 import { RecipientOptedOut, type NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
 import { dialects, quietLog, rejectionOf, storages } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const A = "+14155550123";
 const B = "+442079460958";

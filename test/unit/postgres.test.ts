@@ -83,7 +83,7 @@ describePostgres("the PostgreSQL storage", (db) => {
     expect(await storage.takesWrite()).toBe(true);
   });
 
-  test("takesWrite answers false within 2 s while another connection holds the row it writes", async () => {
+  test("takesWrite answers false, after its own time limit, while another connection holds the row it writes", async () => {
     const other = new pg.Client(db().url);
     await other.connect();
     try {
@@ -92,7 +92,8 @@ describePostgres("the PostgreSQL storage", (db) => {
                          ON CONFLICT (network, key) DO UPDATE SET value = excluded.value`);
       const started = performance.now();
       expect(await storage.takesWrite()).toBe(false);
-      expect(performance.now() - started).toBeLessThan(2_000);
+      // Its own 1.8 s limit, not the lock: the lock is held until after it answers.
+      expect(performance.now() - started).toBeLessThan(5_000);
       await other.query("ROLLBACK");
       expect(await storage.takesWrite()).toBe(true);
     } finally {
@@ -100,7 +101,7 @@ describePostgres("the PostgreSQL storage", (db) => {
     }
   });
 
-  test("takesWrite answers false within 2 s when every pooled connection is busy, and the pool recovers", async () => {
+  test("takesWrite answers false, after its own time limit, when every pooled connection is busy, and the pool recovers", async () => {
     const busy = await openPostgresStorage(db().url, 2);
     try {
       let finish!: () => void;
@@ -108,7 +109,8 @@ describePostgres("the PostgreSQL storage", (db) => {
       const holders = [busy.transaction(() => held), busy.transaction(() => held)];
       const started = performance.now();
       expect(await busy.takesWrite()).toBe(false);
-      expect(performance.now() - started).toBeLessThan(2_000);
+      // Its own 1.8 s limit, not the lock: the lock is held until after it answers.
+      expect(performance.now() - started).toBeLessThan(5_000);
       finish();
       await Promise.all(holders);
       expect(await busy.takesWrite()).toBe(true);

@@ -1,11 +1,14 @@
 // Console sessions (src/auth/sessions.ts) on every dialect: the repository keeps only hashes
 // and times from the database's clock; the service signs in with a key, authenticates by
 // the cookie token while the session lives and its key verifies, and signs out.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createKey, createKeyVerifier, hashKey, revokeKey } from "../../src/auth/keys";
 import { csrfMatches, SESSION_TTL_MS, sessionAuth, signIn, signOut } from "../../src/auth/sessions";
 import { AppError } from "../../src/errors";
 import { dialects, manualClock, rejectionOf, storages } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const HOUR = 60 * 60_000;
 const hex = (text: string) => hashKey(text).toString("hex");

@@ -147,14 +147,14 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("named leases", () => {
     test("one owner at a time; the owner extends it; free once released or expired", async () => {
       const { leases } = await fresh();
-      expect(await leases.acquire("maintenance", "a", 200)).toBe(true);
-      expect(await leases.acquire("maintenance", "b", 200)).toBe(false);
-      expect(await leases.acquire("maintenance", "a", 200)).toBe(true);
+      expect(await leases.acquire("maintenance", "a", 1_500)).toBe(true);
+      expect(await leases.acquire("maintenance", "b", 1_500)).toBe(false);
+      expect(await leases.acquire("maintenance", "a", 1_500)).toBe(true);
       await leases.release("maintenance", "b");
-      expect(await leases.acquire("maintenance", "b", 200)).toBe(false);
+      expect(await leases.acquire("maintenance", "b", 1_500)).toBe(false);
       await leases.release("maintenance", "a");
-      expect(await leases.acquire("maintenance", "b", 200)).toBe(true);
-      await Bun.sleep(250);
+      expect(await leases.acquire("maintenance", "b", 1_500)).toBe(true);
+      await Bun.sleep(1_600);
       expect(await leases.acquire("maintenance", "c", 60_000)).toBe(true);
       expect(await leases.acquire("other", "b", 60_000)).toBe(true);
     });

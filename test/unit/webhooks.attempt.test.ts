@@ -1,9 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import pkg from "../../package.json";
 import type { WebhookEndpointRow } from "../../src/db/port";
 import { attemptDelivery } from "../../src/webhooks/attempt";
 import { deliveryHeaders } from "../../src/webhooks/signing";
 import { newSecret, startReceiver, until, verifies, type Receiver } from "../support/webhook-receiver";
+
+// Local servers and real I/O: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const receivers: Receiver[] = [];
 afterEach(() => {
@@ -113,20 +116,20 @@ describe("one attempt", () => {
 
   test("a receiver that never answers: a timeout, with no status", async () => {
     const r = receiver(undefined, () => new Promise<Response>(() => {}));
-    expect(await attemptDelivery(endpoint(r.url, newSecret()), "evt_1", BODY, { allowPrivate: true, timeoutMs: 200 })).toEqual({
+    expect(await attemptDelivery(endpoint(r.url, newSecret()), "evt_1", BODY, { allowPrivate: true, timeoutMs: 1_000 })).toEqual({
       ok: false,
       status: null,
-      error: "timeout after 0.2 s",
+      error: "timeout after 1 s",
     });
     expect(r.received).toHaveLength(1);
   });
 
   test("a 200 whose body never ends is a timeout too: the limit covers the body", async () => {
     const r = receiver(undefined, () => new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode("{")) })));
-    expect(await attemptDelivery(endpoint(r.url, newSecret()), "evt_1", BODY, { allowPrivate: true, timeoutMs: 200 })).toEqual({
+    expect(await attemptDelivery(endpoint(r.url, newSecret()), "evt_1", BODY, { allowPrivate: true, timeoutMs: 1_000 })).toEqual({
       ok: false,
       status: 200,
-      error: "timeout after 0.2 s",
+      error: "timeout after 1 s",
     });
   });
 

@@ -2,12 +2,15 @@
 // dialect: events written by the database with the change they report and queued for each
 // subscribed endpoint, the cursor over events, endpoints, leased claims and attempts,
 // replays and retention.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { EventType } from "../../src/events/types";
 import type { DeliveryRow, NewMessage, Storage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { describePostgres } from "../support/postgres";
 import { dialects, rejectionOf, storages, type TestDialect } from "./helpers";
+
+// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
+setDefaultTimeout(30_000);
 
 const PHONE = "+14155550123";
 /** On a whole millisecond, so events a few µs after it are still due at it. */

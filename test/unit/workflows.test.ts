@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +15,9 @@ import { loadWorkflows } from "../../src/workflows/loader";
 import { runWorkflow, type RunnerDeps } from "../../src/workflows/runner";
 import { backoffMs, ensureWorkflow, finishRun, getState } from "../../src/workflows/store";
 import { clockDialects, dialects, manualClock, storages, type TestDialect } from "./helpers";
+
+// The lease tests wait on real time and a real database.
+setDefaultTimeout(30_000);
 
 const PHONE = "+14155550123";
 
@@ -75,9 +78,9 @@ describe.each(dialects)("on $name", (dialect) => {
     test("one owner at a time; free again when it expires or is released", async () => {
       const { storage, workflows } = await setup({ realTime: true });
       await ensureWorkflow(storage, "w");
-      expect(await workflows.acquireLease("w", "a", 200)).toBe(true);
-      expect(await workflows.acquireLease("w", "b", 200)).toBe(false);
-      await Bun.sleep(250);
+      expect(await workflows.acquireLease("w", "a", 1_500)).toBe(true);
+      expect(await workflows.acquireLease("w", "b", 1_500)).toBe(false);
+      await Bun.sleep(1_600);
       expect(await workflows.acquireLease("w", "b", 60_000)).toBe(true);
       expect(await workflows.renewLease("w", "a", 60_000)).toBe(false);
       await workflows.releaseLease("w", "a");
