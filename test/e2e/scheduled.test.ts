@@ -36,8 +36,9 @@ afterAll(async () => {
   server?.kill();
   for (const p of extra) p.kill();
   await fake?.stop();
-  for (const db of dbs) await db.cleanup();
-}, 30_000);
+  // Dropped together: on PostgreSQL each drop waits for a checkpoint.
+  await Promise.all(dbs.map((db) => db.cleanup()));
+}, 120_000);
 
 const sends = (text: string) => receivedAt.get(text)?.length ?? 0;
 const iso = (ms: number) => new Date(ms).toISOString();

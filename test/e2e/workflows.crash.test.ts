@@ -18,8 +18,9 @@ const dbs: TestDatabase[] = [];
 
 afterAll(async () => {
   for (const s of servers) s.kill();
-  for (const d of dbs) await d.cleanup();
-});
+  // Dropped together: on PostgreSQL each drop waits for a checkpoint.
+  await Promise.all(dbs.map((d) => d.cleanup()));
+}, 120_000);
 
 async function workspace(): Promise<{ db: TestDatabase; wfDir: string }> {
   const db = await testDatabase();

@@ -28,8 +28,9 @@ const fakes: ReturnType<typeof startFakeOpenAI>[] = [];
 afterAll(async () => {
   for (const s of servers) s.kill();
   for (const f of fakes) await f.stop();
-  for (const d of dbs) await d.cleanup();
-}, 30_000);
+  // Dropped together: on PostgreSQL each drop waits for a checkpoint.
+  await Promise.all(dbs.map((d) => d.cleanup()));
+}, 120_000);
 
 /** A new test database and, in its folder, an empty workflows folder. */
 async function workspace(): Promise<{ db: TestDatabase; wfDir: string }> {
