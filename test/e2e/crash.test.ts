@@ -97,9 +97,8 @@ test(
 
     server = await start(db);
     // The start's first maintenance round runs beside the server, not before it listens.
-    const restarted = server;
     const final = await waitFor("the start's maintenance round", 10_000, async () => {
-      const rows = await storedLoad(restarted);
+      const rows = await storedLoad(server);
       return queuedBefore.some((m) => rows.get(m.id)?.status === "queued") ? undefined : rows;
     });
     const { missing, changed } = compareAcks(acks, final);
@@ -157,9 +156,8 @@ test(
 
       server = await start(file);
       // The start's first maintenance round runs beside the server, not before it listens.
-      const restarted = server;
       const byId = await waitFor("the start's maintenance round", 10_000, async () => {
-        const rows = new Map((await fullHistory(restarted, LOAD_PHONES[0] as string)).map((m) => [m.id, m]));
+        const rows = new Map((await fullHistory(server, LOAD_PHONES[0] as string)).map((m) => [m.id, m]));
         return rows.get(stale.id)?.status === "queued" ? undefined : rows;
       });
       expect(byId.get(before.json.message_id)?.status).toBe("delivered");

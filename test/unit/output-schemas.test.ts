@@ -1,6 +1,6 @@
 // History and poll answers are not re-validated on every response (src/api/trpc.ts,
 // documentedOnly): here real answers are checked against the schemas the OpenAPI document shows.
-import { expect, setDefaultTimeout, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { createHttpHandler } from "../../src/api/http";
 import { createApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
@@ -9,9 +9,6 @@ import { eventsOutput } from "../../src/events/schemas";
 import { historyOutput, pollOutput, sendOutput } from "../../src/messages/schemas";
 import { deliveriesOutput } from "../../src/webhooks/schemas";
 import { dialects, storages } from "./helpers";
-
-// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
-setDefaultTimeout(30_000);
 
 const KEY = "tw_unit_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const fresh = storages(dialects[0]!);

@@ -1,6 +1,6 @@
 // The REST face of the router (src/api/rest.ts): resolved once, and assembling a
 // procedure's input as trpc-to-openapi does. End to end over HTTP: test/e2e/*.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { TRPCError } from "@trpc/server";
 import { createApp } from "../../src/app";
 import { restOperations, type RestOperation } from "../../src/api/rest";
@@ -8,9 +8,6 @@ import { createAppRouter } from "../../src/api/router";
 import type { Context } from "../../src/api/trpc";
 import { loadConfig } from "../../src/config";
 import { dialects, quietLog, rejectionOf } from "./helpers";
-
-// A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
-setDefaultTimeout(30_000);
 
 const storage = await dialects[0]!.open();
 const app = createApp(loadConfig({ NETWORK: "loopback" }), storage, quietLog);
