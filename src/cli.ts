@@ -7,7 +7,7 @@ import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
 import { inboundInput, sendInput } from "./messages/schemas";
 import { recordInbound, sendMessage } from "./messages/service";
-import { EVENT_TYPES } from "./events/types";
+import { EVENT_TYPES } from "./vocabulary/events";
 import {
   createEndpoint,
   deleteEndpoint,
@@ -19,6 +19,7 @@ import {
 } from "./webhooks/endpoints";
 import { createEndpointInput, deliveriesInput, replayInput, updateEndpointInput } from "./webhooks/schemas";
 import { listWorkflows, openWorkflows, runNow } from "./workflows/overview";
+import { configuredRemoteBackend } from "./workflows/remote-backend";
 
 const USAGE = `usage: bun run textwire <command>
 
@@ -104,7 +105,7 @@ async function workflows(args: string[]) {
   const app = await openApp();
   try {
     if (app.config.WORKFLOWS_DIR === "off") throw new UsageError("WORKFLOWS_DIR is off");
-    const set = await openWorkflows(app, app.log, app.config.TEXTWIRE_URL !== undefined);
+    const set = await openWorkflows(app, app.log, configuredRemoteBackend(app.config));
     for (const p of set.problems) process.stderr.write(`skipped ${p.path}: ${p.reason}\n`);
     switch (sub) {
       case "list": {

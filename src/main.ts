@@ -11,6 +11,7 @@ import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
 import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
+import { configuredRemoteBackend } from "./workflows/remote-backend";
 import { startWorker } from "./workflows/worker";
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -203,7 +204,7 @@ if (mode !== "worker") {
   }
 }
 if (mode !== "api") {
-  const remote = mode === "worker" && config.TEXTWIRE_URL !== undefined;
+  const remote = mode === "worker" ? configuredRemoteBackend(config) : undefined;
   worker = startWorker(app, log, remote);
   // A remote worker's database is not the server's: the server's own processes deliver
   // webhooks and send scheduled messages.

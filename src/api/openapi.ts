@@ -365,13 +365,6 @@ const healthOperation = (method: "get" | "head") => {
   };
 };
 
-/**
- * The error statuses routes answer, for their meta's `errorResponses` (src/api/routers/): ""
- * takes the status's usual description, text says more. Every keyed route; one with a JSON body.
- */
-export const READ_ERRORS = { 400: "", 401: "", 405: "", 429: "", 500: "" };
-export const BODY_ERRORS = { ...READ_ERRORS, 413: "", 415: "" };
-
 const TAGS = [
   { name: "messages", description: "Send, read history, poll, generate." },
   { name: "contacts", description: "Contacts' opt-out state (STOP and START)." },

@@ -4,7 +4,8 @@
  * which database. `await openStorage(url)` (src/db/index.ts) opens, migrates and returns a
  * `Storage`, or throws DatabaseError (src/db/errors.ts); src/db/sqlite and src/db/postgres
  * implement it, each with its own Drizzle schema and migrations. No
- * file outside those two folders imports a database driver or a Drizzle dialect.
+ * file outside those two folders imports a database driver or a Drizzle dialect, and
+ * nothing under src/db imports the domain: only the shared vocabulary (src/vocabulary/).
  *
  * Shape: one repository per aggregate (messages, contacts, idempotency keys, workflows,
  * named leases, API keys, console sessions, generations, network state, webhooks) and a
@@ -17,7 +18,7 @@
  *   or conflicts, how a finished run moves the cursor and backoff) live once in the
  *   domain, built from these primitives inside `storage.transaction`. The status rule is
  *   the exception that proves it: implementations import the pure rule of
- *   src/messages/status.ts and turn it into one conditional UPDATE.
+ *   src/vocabulary/message-status.ts and turn it into one conditional UPDATE.
  * - A method outside a transaction is atomic on its own. Methods documented as "one
  *   statement" are a single conditional statement (INSERT … ON CONFLICT DO NOTHING,
  *   UPDATE … WHERE <condition>), so two processes racing on them never both win; their
@@ -34,15 +35,15 @@
  *   outer one waits for the transaction to end: a deadlock; on PostgreSQL it is another
  *   connection), and `tx` is not used once `fn` has settled. A throw rolls everything back.
  */
-import type { EventType } from "../events/types";
-import type { MessageStatus } from "../messages/status";
-import type { OptOutType, PendingMessage } from "../network/driver";
+import type { EventType } from "../vocabulary/events";
+import type { MessageStatus } from "../vocabulary/message-status";
+import type { IdempotencyState, MessageDirection, OptOutType, PendingMessage } from "../vocabulary/messages";
+import type { DeliveryState, EndpointDisabledReason } from "../vocabulary/webhooks";
+import type { RunStatus, RunTrigger } from "../vocabulary/workflows";
 
 export type Dialect = "sqlite" | "postgres";
 
 // ─── messages ──────────────────────────────────────────────────────────────────────────
-
-export type MessageDirection = "inbound" | "outbound";
 
 export interface MessageRow {
   id: string;
@@ -133,7 +134,7 @@ export interface MessageRepository {
 
   /**
    * One statement: moves the message to `status` when the status rule
-   * (src/messages/status.ts, `statusesBefore(status)`) allows it from its current status,
+   * (src/vocabulary/message-status.ts, `statusesBefore(status)`) allows it from its current status,
    * and sets `updatedAt`; `networkId` and `error` are set when given (non-null). False when
    * the rule refused or no such message exists.
    */
@@ -243,7 +244,7 @@ export interface IdempotencyRow {
   key: string;
   /** SHA-256 of the route and the parsed request. */
   fingerprint: string;
-  state: "pending" | "done";
+  state: IdempotencyState;
   /** The answer to replay (JSON text); on a pending row, the answer to give once its message is sent. */
   response: string | null;
   /** The message this request sends, once stored. */
@@ -319,9 +320,6 @@ export interface WorkflowRow {
   leaseUntil: number | null;
   createdAt: number;
 }
-
-export type RunTrigger = "schedule" | "manual";
-export type RunStatus = "ok" | "error" | "timeout";
 
 export interface WorkflowRunRow {
   id: string;
@@ -538,7 +536,7 @@ export interface WebhookEndpointRow {
   description: string | null;
   enabled: boolean;
   /** Why Textwire disabled it (`gone`: the endpoint answered 410; `failing`: 5 days of failures); null when enabled or disabled by a client. */
-  disabledReason: "gone" | "failing" | null;
+  disabledReason: EndpointDisabledReason | null;
   /** `whsec_…` */
   secret: string;
   /** The secret before the last rotation, still signed with until `previousSecretUntil`. */
@@ -551,8 +549,6 @@ export interface WebhookEndpointRow {
   createdAt: number;
   updatedAt: number;
 }
-
-export type DeliveryState = "pending" | "succeeded" | "failed";
 
 /** One event's delivery to one endpoint, with its attempts so far. */
 export interface DeliveryRow {
@@ -642,7 +638,7 @@ export interface WebhookRepository {
   markFailing(endpointId: string, disableAfterMs: number): Promise<boolean>;
 
   /** One statement: disables the endpoint with that reason. */
-  disableEndpoint(endpointId: string, reason: "gone" | "failing"): Promise<void>;
+  disableEndpoint(endpointId: string, reason: EndpointDisabledReason): Promise<void>;
 
   /**
    * Queues again, for this endpoint, every event with `timestamp > since` of the types it

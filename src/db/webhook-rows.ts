@@ -4,9 +4,11 @@
  * src/db/postgres/webhooks.ts (both dialects take the same SQL here; booleans and the
  * endpoint's `events` list are stored differently, so the mapping reads either form).
  */
-import type { EventType } from "../events/types";
-import type { MessageStatus } from "../messages/status";
-import type { ClaimedDelivery, DeliveryRow, EventRow, MessageDirection, RunStatus, RunTrigger, WebhookEndpointRow } from "./port";
+import type { EventType } from "../vocabulary/events";
+import type { MessageStatus } from "../vocabulary/message-status";
+import type { MessageDirection } from "../vocabulary/messages";
+import type { RunStatus, RunTrigger } from "../vocabulary/workflows";
+import type { ClaimedDelivery, DeliveryRow, EventRow, WebhookEndpointRow } from "./port";
 
 /** What an event `ev` reports, joined to it: its message `m` or its run `r`. */
 export const EVENT_JOINS = `LEFT JOIN messages m ON m.id = ev.message_id LEFT JOIN workflow_runs r ON r.id = ev.run_id`;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isoInstant, messageRecord, wholeNumber } from "../messages/schemas";
-import { EVENT_TYPES } from "./types";
+import { EVENT_TYPES } from "../vocabulary/events";
+import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
 
 export const eventType = z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` });
 
@@ -17,9 +18,9 @@ export const runRecord = z
   .object({
     id: z.string(),
     workflow: z.string(),
-    trigger: z.enum(["schedule", "manual"]),
+    trigger: z.enum(RUN_TRIGGERS),
     dry_run: z.boolean(),
-    status: z.enum(["ok", "error", "timeout", "running"]),
+    status: z.enum(RUN_STATUSES),
     error: z.string().nullable(),
     handled: z.number().int().meta({ description: "Inbound messages the run polled." }),
     started_at: isoTime("When the run started."),

@@ -2,7 +2,8 @@ import type { z } from "zod";
 import type { Storage } from "../db/port";
 import { MAX_PAGE } from "../messages/schemas";
 import type { eventRecord } from "./schemas";
-import { toEvents, type EventType } from "./types";
+import type { EventType } from "../vocabulary/events";
+import { toEvents } from "./types";
 
 /**
  * Events after `since` (µs, exclusive; omitted: from the oldest kept), oldest first, with

@@ -2,10 +2,6 @@ import type { EventRow, MediaRow, MessageRepository, WorkflowRunRow } from "../d
 import { toRecord } from "../messages/service";
 import { isoTime } from "../messages/time";
 
-/** Every event type, in the order the docs list them. */
-export const EVENT_TYPES = ["message.received", "message.status_updated", "workflow.run_failed"] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
 /** A workflow run as an event's `data` shows it. */
 export function toRunRecord(run: WorkflowRunRow) {
   return {

@@ -1,7 +1,8 @@
 import type { MessageRepository, Storage } from "../db/port";
 import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
-import type { DriverState, InboundMedia, NetworkDriver, OptOutType, WebhookEvents } from "../network/driver";
+import type { DriverState, InboundMedia, NetworkDriver, WebhookEvents } from "../network/driver";
+import type { OptOutType } from "../vocabulary/messages";
 import { isE164 } from "./phone";
 import type { MessageRecord } from "./schemas";
 import { recordInbound } from "./service";

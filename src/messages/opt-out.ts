@@ -1,5 +1,5 @@
 import { AppError } from "../errors";
-import type { OptOutType } from "../network/driver";
+import type { OptOutType } from "../vocabulary/messages";
 
 /** Words that opt a contact out: the carriers' standard opt-out keywords. */
 export const OPT_OUT_WORDS: readonly string[] = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "OPTOUT", "REVOKE"];

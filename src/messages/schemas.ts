@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MESSAGE_STATUSES } from "../db/columns";
+import { MESSAGE_STATUSES } from "../vocabulary/message-status";
 import { E164_HINT, isE164, phoneFromPath, phoneFromQuery } from "./phone";
 import { messageTextProblem } from "./text";
 import { parseIsoInstant } from "./time";

@@ -64,11 +64,3 @@ function isoTimeSlow(us: number): string {
   const micros = String(us - ms * 1000).padStart(3, "0");
   return new Date(ms).toISOString().replace(/Z$/, `${micros}Z`);
 }
-
-/**
- * The wall clock in microseconds since the epoch: Date.now() plus the sub-millisecond part
- * of the monotonic clock, so it never strays from the wall clock by a millisecond.
- */
-export function microClock(): number {
-  return Date.now() * 1000 + Math.floor((performance.now() % 1) * 1000);
-}

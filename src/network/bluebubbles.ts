@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { extensionOf } from "../media/sniff";
+import type { PendingMessage } from "../vocabulary/messages";
 import {
   SendOutcomeUnknown,
   sendRequestFailure,
@@ -10,7 +11,6 @@ import {
   type InboundMedia,
   type NetworkDriver,
   type OutboundMedia,
-  type PendingMessage,
   type SendResult,
   type StatusEvent,
   type WebhookEvents,

@@ -1,13 +1,11 @@
 import { AppError } from "../errors";
+import type { OptOutType, PendingMessage } from "../vocabulary/messages";
 /** What a driver reports after the network took a message. */
 export interface SendResult {
   /** The network's own id for the message, when it has one. */
   networkId?: string;
   status: "sent" | "delivered";
 }
-
-/** The keyword class a network recognised in an inbound message (Twilio's `OptOutType`). */
-export type OptOutType = "STOP" | "START" | "HELP";
 
 /** A file of an inbound message, for Textwire to download and keep. */
 export interface InboundMedia {
@@ -91,17 +89,6 @@ export function sendRequestFailure(network: string, err: unknown): Error {
  */
 export class RecipientOptedOut extends Error {
   override name = "RecipientOptedOut";
-}
-
-/** An outbound message whose final status is not known yet, for `reconcile`. */
-export interface PendingMessage {
-  id: string;
-  phone: string;
-  text: string;
-  networkId: string | null;
-  status: "queued" | "sent";
-  /** When it was stored (ms since the epoch). */
-  createdAt: number;
 }
 
 /** A small store of the driver's own state (kept in the database, per network). */

@@ -2,7 +2,8 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { parse as parseQuery, stringify as stringifyQuery } from "node:querystring";
 import { AppError } from "../errors";
 import { TWILIO_UNSUBSCRIBED } from "../messages/opt-out";
-import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, type InboundEvent, type InboundMedia, type NetworkDriver, type OptOutType, type StatusEvent } from "./driver";
+import { OPT_OUT_TYPES, type OptOutType } from "../vocabulary/messages";
+import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, type InboundEvent, type InboundMedia, type NetworkDriver, type StatusEvent } from "./driver";
 
 export interface TwilioConfig {
   accountSid: string;
@@ -115,7 +116,7 @@ export function twilioRequestValid(authToken: string, signature: string, url: st
   return twilioSignedUrlForms(url).some((form) => sameSecret(signature, twilioSignature(authToken, form, params)));
 }
 
-const OPT_OUT_TYPES = new Set<string>(["STOP", "START", "HELP"]);
+const isOptOutType = (word: string): word is OptOutType => (OPT_OUT_TYPES as readonly string[]).includes(word);
 
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -225,7 +226,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       const optOutType = params.get("OptOutType")?.toUpperCase() ?? "";
       const event: InboundEvent = { phone: from, message: text, networkId: sid };
       if (media.length > 0) event.media = media;
-      if (OPT_OUT_TYPES.has(optOutType)) event.optOutType = optOutType as OptOutType;
+      if (isOptOutType(optOutType)) event.optOutType = optOutType;
       return {
         inbound: sid && from && (text || media.length > 0) ? [event] : [],
         statuses: [],

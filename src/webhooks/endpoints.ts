@@ -1,7 +1,8 @@
-import type { DeliveryRow, DeliveryState, WebhookEndpointRow, WebhookRepository } from "../db/port";
+import type { DeliveryRow, WebhookEndpointRow, WebhookRepository } from "../db/port";
 import { AppError } from "../errors";
-import type { EventType } from "../events/types";
 import { isoTime } from "../messages/time";
+import type { EventType } from "../vocabulary/events";
+import type { DeliveryState } from "../vocabulary/webhooks";
 import { endpointUrlProblem, resolvedUrlProblem } from "./safety";
 
 /** How long the secret before a rotation still signs deliveries (docs/webhooks.md). */

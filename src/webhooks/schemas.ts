@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { eventType, isoTime } from "../events/schemas";
-import { EVENT_TYPES } from "../events/types";
 import { isoInstant, typeError, wholeNumber } from "../messages/schemas";
+import { EVENT_TYPES } from "../vocabulary/events";
+import { DELIVERY_STATES, ENDPOINT_DISABLED_REASONS } from "../vocabulary/webhooks";
 
 /** Longest endpoint URL and description taken. */
 export const MAX_URL_LENGTH = 2048;
@@ -61,7 +62,7 @@ export const updateEndpointInput = z.object({
 export const deliveriesInput = z.object({
   id: endpointId,
   status: z
-    .enum(["pending", "succeeded", "failed"], { error: "must be pending, succeeded or failed" })
+    .enum(DELIVERY_STATES, { error: "must be pending, succeeded or failed" })
     .meta({ description: "Only deliveries in this state: pending, succeeded or failed." })
     .optional(),
   limit: wholeNumber(1, { default: 50, max: MAX_DELIVERIES_PAGE, description: `Most deliveries returned, newest first: 1 to ${MAX_DELIVERIES_PAGE}, default 50.` }),
@@ -92,7 +93,7 @@ export const endpointRecord = z
     description: z.string().nullable(),
     enabled: z.boolean(),
     disabled_reason: z
-      .enum(["gone", "failing"])
+      .enum(ENDPOINT_DISABLED_REASONS)
       .nullable()
       .meta({ description: "Why Textwire disabled it: `gone` (it answered 410), `failing` (every delivery failed for 5 days); null when enabled or disabled by a client." }),
     created_at: isoTime("When it was created."),
@@ -114,7 +115,7 @@ export const deliveryRecord = z
     id: z.string().meta({ description: "`dlv_…`" }),
     event_id: z.string().meta({ description: "The event (`evt_…`): the `webhook-id` header of every attempt." }),
     event_type: eventType,
-    state: z.enum(["pending", "succeeded", "failed"]).meta({ description: "pending: an attempt is due or will be; succeeded: a 2xx answered; failed: no more attempts (the schedule ran out, or the endpoint answered 410)." }),
+    state: z.enum(DELIVERY_STATES).meta({ description: "pending: an attempt is due or will be; succeeded: a 2xx answered; failed: no more attempts (the schedule ran out, or the endpoint answered 410)." }),
     attempts: z.number().int().meta({ description: "Attempts in the current series (a replay or a retry starts a new one)." }),
     last_status: z.number().int().nullable().meta({ description: "HTTP status of the last attempt; null when it got no answer or none was made." }),
     last_error: z.string().nullable().meta({ description: "What went wrong on the last attempt (`HTTP 500`, timeout, connection refused, a blocked address)." }),

@@ -1,15 +1,11 @@
-import { TRPCClientError } from "@trpc/client";
 import type { App } from "../app";
-import type { ResponseInfo, TextwireClient } from "../client";
-import { AppError, type ErrorDetails } from "../errors";
 import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
-import { messageRecord, type MessageRecord } from "../messages/schemas";
+import type { MessageRecord } from "../messages/schemas";
 import { listHistory, pollInbound, sendMessage } from "../messages/service";
-import { isoTime } from "../messages/time";
 import type { ContextTurn } from "./define";
 
-/** The messaging operations a workflow run uses, whether the messages live here or on a remote server. */
+/** The messaging operations a workflow run uses, whether the messages live here or on a remote server (./remote-backend.ts). */
 export interface MessagingBackend {
   readonly hasGenerator: boolean;
   poll(input: { since: number; phone?: string; limit: number }): Promise<{ messages: MessageRecord[]; hasMore: boolean }>;
@@ -70,51 +66,3 @@ export function createLocalBackend(app: App): MessagingBackend {
     },
   };
 }
-
-
-/**
- * The backend of a worker that runs apart from the API, against a Textwire server
- * elsewhere, through the typed tRPC client. Workflow bookkeeping stays in the local database.
- */
-export function createRemoteBackend(client: TextwireClient): MessagingBackend {
-  return {
-    // The server answers 503 to generate when it has no generator; the run then fails clearly.
-    hasGenerator: true,
-    async poll({ since, phone, limit }) {
-      const page = await client.messages.poll.query({ since: since > 0 ? isoTime(since) : undefined, phone, limit });
-      return { messages: page.messages, hasMore: page.has_more };
-    },
-    async history(input) {
-      const page = await client.messages.history.query(input);
-      return { messages: page.messages, total: page.total };
-    },
-    async generate(input, signal) {
-      const reply = await client.messages.generate.mutate(input, { signal });
-      return { id: reply.message_id, text: reply.generated_message };
-    },
-    async optedOut(phone) {
-      return (await client.contacts.get.query({ phone })).contact.opted_out;
-    },
-    async send(input, idempotency) {
-      const response: ResponseInfo = {};
-      try {
-        const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key, response } });
-        // A server older than the `status` field answered only once the network took the message.
-        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: sent.status ?? "sent" }, replayed: response.replayed === true };
-      } catch (err) {
-        // The server keys on the whole request; for a reply the key alone decides, so a key
-        // already used for another text of an answered reply is that reply, replayed.
-        const data = err instanceof TRPCClientError ? (err.data as Partial<ErrorDetails> & { code?: string } | undefined) : undefined;
-        if (idempotency?.anyText && data?.code === "CONFLICT" && data.reason === "IDEMPOTENCY_KEY_REUSED" && data.message_id && data.timestamp && isStatus(data.status)) {
-          return { record: { id: data.message_id, timestamp: data.timestamp, status: data.status }, replayed: true };
-        }
-        // An opted-out contact: the same error as from the local backend (isOptedOut).
-        if (data?.code === "FORBIDDEN") throw new AppError("FORBIDDEN", (err as Error).message);
-        throw err;
-      }
-    },
-  };
-}
-
-const STATUSES: readonly string[] = messageRecord.shape.status.options;
-const isStatus = (s: unknown): s is MessageRecord["status"] => typeof s === "string" && STATUSES.includes(s);

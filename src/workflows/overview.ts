@@ -6,6 +6,7 @@ import { runRecord } from "../events/schemas";
 import { toRunRecord } from "../events/types";
 import type { Logger } from "../log";
 import { messageRecord, typeError, wholeNumber } from "../messages/schemas";
+import type { MessagingBackend } from "./backend";
 import type { Workflow } from "./define";
 import { loadWorkflows, type LoadProblem } from "./loader";
 import { runWorkflow, type RunnerDeps, type RunResult } from "./runner";
@@ -25,7 +26,7 @@ export interface WorkflowSet {
 }
 
 /** Loads WORKFLOWS_DIR (files already imported come from the module cache) with this process's runner. */
-export async function openWorkflows(app: App, log: Logger, remote = false): Promise<WorkflowSet> {
+export async function openWorkflows(app: App, log: Logger, remote?: MessagingBackend): Promise<WorkflowSet> {
   const deps = runnerDeps(app, log, remote);
   const dir = app.config.WORKFLOWS_DIR === "off" ? null : app.config.WORKFLOWS_DIR;
   if (dir === null) return { dir, workflows: [], problems: [], deps };

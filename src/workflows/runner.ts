@@ -5,7 +5,8 @@ import type { MessagingBackend } from "./backend";
 import { createWorkflowContext } from "./context";
 import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
 import type { Storage } from "../db/port";
-import { ensureWorkflow, finishRun, INTERRUPTED_RUN, type RunStatus } from "./store";
+import type { RunStatus } from "../vocabulary/workflows";
+import { ensureWorkflow, finishRun, INTERRUPTED_RUN } from "./store";
 
 export interface RunnerDeps {
   backend: MessagingBackend;

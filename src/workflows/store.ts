@@ -1,6 +1,5 @@
-import type { RunStatus, Storage, WorkflowRepository, WorkflowRow } from "../db/port";
-
-export type { RunStatus } from "../db/port";
+import type { Storage, WorkflowRepository, WorkflowRow } from "../db/port";
+import type { RunStatus } from "../vocabulary/workflows";
 
 /** Backoff after `failures` failed runs in a row: 5 s, 10 s, 20 s … at most 5 minutes. */
 export function backoffMs(failures: number): number {

@@ -1,22 +1,19 @@
 import type { App } from "../app";
 import type { Logger } from "../log";
-import { createClient } from "../client";
-import { microClock } from "../messages/time";
-import { createLocalBackend, createRemoteBackend } from "./backend";
+import { microClock } from "../vocabulary/time";
+import { createLocalBackend, type MessagingBackend } from "./backend";
 import { loadWorkflows } from "./loader";
 import type { RunnerDeps } from "./runner";
 import { startScheduler, type Scheduler } from "./scheduler";
 
 /**
- * Local: the same service functions as the API, on the same database. Remote (TEXTWIRE_URL):
- * the server's API through the typed client; cursors, leases and runs stay in the local database.
+ * Local: the same service functions as the API, on the same database. `remote` (TEXTWIRE_URL,
+ * chosen by src/main.ts and src/cli.ts): the server's API; cursors, leases and runs stay in the local database.
  */
-export function runnerDeps(app: App, log: Logger, remote = false): RunnerDeps {
-  const { TEXTWIRE_URL: url, TEXTWIRE_API_KEY: apiKey } = app.config;
-  const backend = remote && url && apiKey ? createRemoteBackend(createClient({ url, apiKey })) : createLocalBackend(app);
+export function runnerDeps(app: App, log: Logger, remote?: MessagingBackend): RunnerDeps {
   return {
-    backend,
-    startCursor: remote && url ? microClock : undefined,
+    backend: remote ?? createLocalBackend(app),
+    startCursor: remote ? microClock : undefined,
     storage: app.storage,
     log,
     maxMessageLength: app.config.MAX_MESSAGE_LENGTH,
@@ -25,7 +22,7 @@ export function runnerDeps(app: App, log: Logger, remote = false): RunnerDeps {
 }
 
 /** Loads WORKFLOWS_DIR and schedules what loaded; reports each file it skipped. */
-export async function startWorker(app: App, log: Logger, remote = false): Promise<Scheduler | undefined> {
+export async function startWorker(app: App, log: Logger, remote?: MessagingBackend): Promise<Scheduler | undefined> {
   if (app.config.WORKFLOWS_DIR === "off") return undefined;
   const { workflows, problems } = await loadWorkflows(app.config.WORKFLOWS_DIR);
   for (const p of problems) log.error(`workflow file skipped: ${p.path}: ${p.reason}`, { path: p.path });

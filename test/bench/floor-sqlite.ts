@@ -4,7 +4,7 @@
  * src/db/sqlite/messages.ts and src/db/sqlite/api-keys.ts, no more.
  */
 import { openSqlite } from "../../src/db/sqlite/open";
-import { microClock } from "../../src/messages/time";
+import { microClock } from "../../src/vocabulary/time";
 import type { FloorStore, MediaValues, RecordValues } from "./floor";
 
 /** What a message record shows, in RecordValues order. */
@@ -27,7 +27,7 @@ export function openSqliteStore(url: string): FloorStore {
   const byNetworkId = db.prepare<[string, number], [string, string, string]>(
     "SELECT id, timestamp FROM messages WHERE network = ?1 AND direction = ?2 AND network_id = ?3",
   );
-  // Textwire's setStatus to `delivered`: from queued or sent (src/messages/status.ts).
+  // Textwire's setStatus to `delivered`: from queued or sent (src/vocabulary/message-status.ts).
   const markDelivered = db.prepare<never, [string, number, string]>(
     `UPDATE messages SET status = 'delivered', updated_at = ?2, network_id = coalesce(?3, network_id), error = coalesce(NULL, error)
      WHERE id = ?1 AND status IN ('queued', 'sent')`,

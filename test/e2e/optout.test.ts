@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createClient } from "../../src/client";
 import { AppError } from "../../src/errors";
-import { createRemoteBackend } from "../../src/workflows/backend";
+import { createRemoteBackend } from "../../src/workflows/remote-backend";
 import { bbMessage, blueBubblesEnv, postBlueBubblesWebhook, startFakeBlueBubbles, type FakeBlueBubbles } from "../support/fake-bluebubbles";
 import { startFakeOpenAI } from "../support/fake-openai";
 import {

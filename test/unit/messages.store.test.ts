@@ -1,6 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { NewMessage } from "../../src/db/port";
-import { microClock } from "../../src/messages/time";
+import { microClock } from "../../src/vocabulary/time";
 import { clockDialects, dialects, manualClock, storages, type TestDialect } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.

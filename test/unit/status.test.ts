@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { canMoveTo, isFinalStatus, OUTBOUND_STATUSES, statusesBefore, type MessageStatus } from "../../src/messages/status";
+import { canMoveTo, isFinalStatus, OUTBOUND_STATUSES, statusesBefore, type MessageStatus } from "../../src/vocabulary/message-status";
 
 const ALL: MessageStatus[] = [...OUTBOUND_STATUSES, "received"];
 

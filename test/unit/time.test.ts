@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { isoTime, microClock, parseIsoInstant } from "../../src/messages/time";
+import { isoTime, parseIsoInstant } from "../../src/messages/time";
+import { microClock } from "../../src/vocabulary/time";
 
 /** Microseconds since the epoch of a UTC date (the unit of stored message times). */
 const at = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0, us = 0) => Date.UTC(y, mo - 1, d, h, mi, s, ms) * 1000 + us;

@@ -3,7 +3,7 @@
 // subscribed endpoint, the cursor over events, endpoints, leased claims and attempts,
 // replays and retention.
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { EventType } from "../../src/events/types";
+import type { EventType } from "../../src/vocabulary/events";
 import type { DeliveryRow, NewMessage, Storage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { describePostgres } from "../support/postgres";

@@ -1,5 +1,5 @@
 import { contactInput, contactOutput, getContact } from "../../messages/contacts";
-import { READ_ERRORS } from "../openapi";
+import { READ_ERRORS } from "../error-responses";
 import { authedProcedure, documentedOnly, router } from "../trpc";
 
 /** Contacts: whether one opted out (docs/api.md "Opt-outs"). */

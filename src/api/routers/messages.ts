@@ -15,7 +15,7 @@ import { listHistory, pollInbound, sendMessage, sentAnswer } from "../../message
 import { generateInput, generateOutput } from "../../generator/schemas";
 import { generateReply, generatedAnswer } from "../../generator/service";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
-import { BODY_ERRORS, READ_ERRORS } from "../openapi";
+import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
 import { authedProcedure, documentedOnly, router } from "../trpc";
 
 const tags = ["messages"];

@@ -26,7 +26,7 @@ import {
   retryInput,
   updateEndpointInput,
 } from "../../webhooks/schemas";
-import { BODY_ERRORS, READ_ERRORS } from "../openapi";
+import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
 import { authedProcedure, documentedOnly, router, type Context } from "../trpc";
 
 const tags = ["webhook-endpoints"];

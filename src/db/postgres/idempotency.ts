@@ -1,4 +1,4 @@
-import type { MessageStatus } from "../../messages/status";
+import type { MessageStatus } from "../../vocabulary/message-status";
 import type { IdempotencyDecisionRow, IdempotencyRepository } from "../port";
 import { NOW_MS, statement, type Run } from "./sql";
 

@@ -1,6 +1,5 @@
-import { statusesBefore, type MessageStatus } from "../../messages/status";
-import type { PendingMessage } from "../../network/driver";
-import { MESSAGE_STATUSES } from "../columns";
+import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../../vocabulary/message-status";
+import type { PendingMessage } from "../../vocabulary/messages";
 import { bySendAt, newRow } from "../message-rows";
 import type { ConversationRow, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../port";
 import { NOW_MS, NOW_US, statement, type Run, type Statement } from "./sql";
@@ -92,7 +91,7 @@ const inboundFromAfter = statement<RecordRow>(
   "messages.inboundFromAfter",
   `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $3 AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
 );
-// One statement a target status: the status rule (src/messages/status.ts) decides which statuses may move to it.
+// One statement a target status: the status rule (src/vocabulary/message-status.ts) decides which statuses may move to it.
 const moveStatus = Object.fromEntries(
   MESSAGE_STATUSES.map((to) => {
     const from = statusesBefore(to).map((st) => `'${st}'`).join(", ") || "NULL";

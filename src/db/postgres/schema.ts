@@ -1,16 +1,10 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
-import type { EventType } from "../../events/types";
-import {
-  DELIVERY_STATES,
-  ENDPOINT_DISABLED_REASONS,
-  IDEMPOTENCY_STATES,
-  MESSAGE_DIRECTIONS,
-  MESSAGE_STATUSES,
-  OPT_OUT_TYPES,
-  RUN_STATUSES,
-  RUN_TRIGGERS,
-} from "../columns";
+import type { EventType } from "../../vocabulary/events";
+import { MESSAGE_STATUSES } from "../../vocabulary/message-status";
+import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../../vocabulary/messages";
+import { DELIVERY_STATES, ENDPOINT_DISABLED_REASONS } from "../../vocabulary/webhooks";
+import { RUN_STATUSES, RUN_TRIGGERS } from "../../vocabulary/workflows";
 
 /** Times: µs since the epoch for messages (`timestamp`, `updated_at`, a workflow's cursor), ms elsewhere. */
 const time = (name: string) => bigint(name, { mode: "number" });

@@ -1,7 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
-import { statusesBefore, type MessageStatus } from "../../messages/status";
-import type { PendingMessage } from "../../network/driver";
-import { MESSAGE_STATUSES } from "../columns";
+import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../../vocabulary/message-status";
+import type { PendingMessage } from "../../vocabulary/messages";
 import type { ConversationRow, MediaRow, MessageRepository, MessageRow, NewMessage, NewStatusReport, RecordRow } from "../port";
 import { bySendAt, newRow } from "../message-rows";
 import type { Bindings, Sync } from "./gate";
@@ -81,7 +80,7 @@ export function sqliteMessages(sqlite: Database, clock: () => number): Sync<Mess
     `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
   );
 
-  // One statement a target status: the status rule (src/messages/status.ts) decides which statuses may move to it.
+  // One statement a target status: the status rule (src/vocabulary/message-status.ts) decides which statuses may move to it.
   const moveStatus = Object.fromEntries(
     MESSAGE_STATUSES.map((to) => {
       const from = statusesBefore(to).map((st) => `'${st}'`).join(", ") || "NULL";

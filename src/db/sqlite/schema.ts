@@ -1,16 +1,10 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { EventType } from "../../events/types";
-import {
-  DELIVERY_STATES,
-  ENDPOINT_DISABLED_REASONS,
-  IDEMPOTENCY_STATES,
-  MESSAGE_DIRECTIONS,
-  MESSAGE_STATUSES,
-  OPT_OUT_TYPES,
-  RUN_STATUSES,
-  RUN_TRIGGERS,
-} from "../columns";
+import type { EventType } from "../../vocabulary/events";
+import { MESSAGE_STATUSES } from "../../vocabulary/message-status";
+import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../../vocabulary/messages";
+import { DELIVERY_STATES, ENDPOINT_DISABLED_REASONS } from "../../vocabulary/webhooks";
+import { RUN_STATUSES, RUN_TRIGGERS } from "../../vocabulary/workflows";
 
 // The tables and their meaning are documented on the port's row types (src/db/port.ts).
 

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { microClock } from "../../messages/time";
+import { microClock } from "../../vocabulary/time";
 import type { Repositories, Storage } from "../port";
 import { sqliteApiKeys } from "./api-keys";
 import { sqliteContacts } from "./contacts";

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { RunStatus, RunTrigger, WorkflowRepository, WorkflowRow, WorkflowRunRow } from "../port";
+import type { RunStatus, RunTrigger } from "../../vocabulary/workflows";
+import type { WorkflowRepository, WorkflowRow, WorkflowRunRow } from "../port";
 import type { Sync } from "./gate";
 
 const ROW = `name, cursor, failures, backoff_until AS backoffUntil, coalesce(backoff_until > $now, 0) AS backingOff,

@@ -1,5 +1,7 @@
 export const OUTBOUND_STATUSES = ["scheduled", "queued", "sent", "delivered", "failed", "canceled"] as const;
-export type MessageStatus = (typeof OUTBOUND_STATUSES)[number] | "received";
+/** Every status a message can have: an inbound message is `received`. */
+export const MESSAGE_STATUSES = [...OUTBOUND_STATUSES, "received"] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 /**
  * The one rule for status changes: a status only moves forward, and `delivered`, `failed`,

@@ -1,0 +1,61 @@
+import { TRPCClientError } from "@trpc/client";
+import { createClient, type ResponseInfo, type TextwireClient } from "../client";
+import type { Config } from "../config";
+import { AppError, type ErrorDetails } from "../errors";
+import { isoTime } from "../messages/time";
+import { MESSAGE_STATUSES, type MessageStatus } from "../vocabulary/message-status";
+import type { MessagingBackend } from "./backend";
+
+// The one server module that imports src/client.ts: the client's types come from the router, which must not reach it back.
+
+/** The backend of TEXTWIRE_URL (a worker's, or the CLI's workflow commands'); undefined without it. */
+export function configuredRemoteBackend(config: Pick<Config, "TEXTWIRE_URL" | "TEXTWIRE_API_KEY">): MessagingBackend | undefined {
+  const { TEXTWIRE_URL: url, TEXTWIRE_API_KEY: apiKey } = config;
+  return url && apiKey ? createRemoteBackend(createClient({ url, apiKey })) : undefined;
+}
+
+/**
+ * The backend of a worker that runs apart from the API, against a Textwire server
+ * elsewhere, through the typed tRPC client. Workflow bookkeeping stays in the local database.
+ */
+export function createRemoteBackend(client: TextwireClient): MessagingBackend {
+  return {
+    // The server answers 503 to generate when it has no generator; the run then fails clearly.
+    hasGenerator: true,
+    async poll({ since, phone, limit }) {
+      const page = await client.messages.poll.query({ since: since > 0 ? isoTime(since) : undefined, phone, limit });
+      return { messages: page.messages, hasMore: page.has_more };
+    },
+    async history(input) {
+      const page = await client.messages.history.query(input);
+      return { messages: page.messages, total: page.total };
+    },
+    async generate(input, signal) {
+      const reply = await client.messages.generate.mutate(input, { signal });
+      return { id: reply.message_id, text: reply.generated_message };
+    },
+    async optedOut(phone) {
+      return (await client.contacts.get.query({ phone })).contact.opted_out;
+    },
+    async send(input, idempotency) {
+      const response: ResponseInfo = {};
+      try {
+        const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key, response } });
+        // A server older than the `status` field answered only once the network took the message.
+        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: sent.status ?? "sent" }, replayed: response.replayed === true };
+      } catch (err) {
+        // The server keys on the whole request; for a reply the key alone decides, so a key
+        // already used for another text of an answered reply is that reply, replayed.
+        const data = err instanceof TRPCClientError ? (err.data as Partial<ErrorDetails> & { code?: string } | undefined) : undefined;
+        if (idempotency?.anyText && data?.code === "CONFLICT" && data.reason === "IDEMPOTENCY_KEY_REUSED" && data.message_id && data.timestamp && isStatus(data.status)) {
+          return { record: { id: data.message_id, timestamp: data.timestamp, status: data.status }, replayed: true };
+        }
+        // An opted-out contact: the same error as from the local backend (isOptedOut).
+        if (data?.code === "FORBIDDEN") throw new AppError("FORBIDDEN", (err as Error).message);
+        throw err;
+      }
+    },
+  };
+}
+
+const isStatus = (s: unknown): s is MessageStatus => typeof s === "string" && (MESSAGE_STATUSES as readonly string[]).includes(s);
