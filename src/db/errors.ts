@@ -8,7 +8,7 @@ export class DatabaseError extends Error {
 
 /** Error codes that say the database is unreachable or busy now, not that the request is wrong. */
 const UNAVAILABLE_CODES = new Set([
-  // SQLite: another process held the write lock past the busy timeout.
+  // SQLite: another process held the write lock past the busy limit (src/db/sqlite/gate.ts).
   "SQLITE_BUSY",
   "SQLITE_BUSY_SNAPSHOT",
   "SQLITE_BUSY_TIMEOUT",

@@ -28,27 +28,54 @@ export class Gate {
     if (next) next();
     else this.#held = false;
   }
+
+  /** Runs synchronous `fn` holding the gate: at once when it is free (nothing can run in between), else at its turn. */
+  run<T>(fn: () => T): T | Promise<T> {
+    if (!this.#held) return fn();
+    return this.take().then(() => {
+      try {
+        return fn();
+      } finally {
+        this.give();
+      }
+    });
+  }
+}
+
+/** How long a write waits for another process's write lock before failing with SQLITE_BUSY (answered 503). */
+export const BUSY_LIMIT_MS = 5_000;
+
+/**
+ * Tries `attempt` again, after pauses growing to 50 ms, while it fails with SQLITE_BUSY, for up
+ * to `limitMs`, then throws that error. The connection's busy_timeout is 0: waiting for another
+ * process's lock happens here, between tries, never inside SQLite on the event loop. A try that
+ * failed busy must have written nothing (each repository method is one statement or its own
+ * transaction; the unit of work retries its BEGIN IMMEDIATE).
+ */
+export async function whileBusy<T>(attempt: () => T | Promise<T>, limitMs: number): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  for (let pause = 1; ; pause = Math.min(2 * pause, 50)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!String((err as { code?: unknown } | undefined)?.code).startsWith("SQLITE_BUSY") || Date.now() + pause > deadline) throw err;
+    }
+    await Bun.sleep(pause);
+  }
 }
 
 /** A repository whose methods answer synchronously: what the SQLite repositories are before the gate. */
 export type Sync<R> = { [K in keyof R]: R[K] extends (...args: infer A) => Promise<infer T> ? (...args: A) => T : never };
 
 /**
- * The repository outside a transaction: each call runs at once when the gate is free (no
- * wait beyond the async function itself: the hot path), else once it is its turn.
+ * The repository outside a transaction: each call runs at once when the gate is free (the
+ * hot path), else once it is its turn; one that meets another process's write lock is
+ * tried again (whileBusy) without holding the gate meanwhile, so reads go on.
  */
-export function gated<R extends object>(repository: Sync<R>, gate: Gate): R {
+export function gated<R extends object>(repository: Sync<R>, gate: Gate, busyLimitMs: number): R {
   const out: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
   for (const [name, method] of Object.entries(repository) as [string, (...args: unknown[]) => unknown][]) {
-    out[name] = async (...args) => {
-      if (!gate.held) return method(...args);
-      await gate.take();
-      try {
-        return method(...args);
-      } finally {
-        gate.give();
-      }
-    };
+    out[name] = (...args) => whileBusy(() => gate.run(() => method(...args)), busyLimitMs);
   }
   return out as R;
 }

@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { DatabaseError } from "../errors";
+import { BUSY_LIMIT_MS, whileBusy } from "./gate";
 import * as schema from "./schema";
 
 const MIGRATIONS = resolve(import.meta.dir, "../../../drizzle/sqlite");
@@ -70,15 +71,17 @@ export function openSqlite(url: string): Database {
   try {
     if (url !== ":memory:") mkdirSync(dirname(resolve(url)), { recursive: true });
     const sqlite = new Database(url, { create: true, strict: true });
-    // busy_timeout first: every later statement waits for another process's write lock
-    // instead of failing. WAL lets readers run beside the single writer; NORMAL sync is
+    // busy_timeout first: start-up (nothing is served yet) waits for another process's write
+    // lock instead of failing. WAL lets readers run beside the single writer; NORMAL sync is
     // durable across process crashes (only an OS crash can lose the last commits).
-    sqlite.run("PRAGMA busy_timeout = 5000");
+    sqlite.run(`PRAGMA busy_timeout = ${BUSY_LIMIT_MS}`);
     sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run("PRAGMA synchronous = NORMAL");
     sqlite.run("PRAGMA foreign_keys = ON");
     migrateShared(sqlite);
     probeWrite(sqlite);
+    // Serving, SQLite never waits on the event loop: the storage retries between sleeps (whileBusy, gate.ts).
+    sqlite.run("PRAGMA busy_timeout = 0");
     return sqlite;
   } catch (err) {
     throw new DatabaseError(`cannot use the database at DATABASE_URL=${JSON.stringify(url)}: ${causeOf(url, err)}`);
@@ -94,16 +97,11 @@ const WRITE_CHECK_MS = 1_800;
  * retried between sleeps while another process holds the write lock.
  */
 export async function takesWrite(checker: Database): Promise<boolean> {
-  const deadline = Date.now() + WRITE_CHECK_MS;
-  for (;;) {
-    try {
-      probeWrite(checker);
-      return true;
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? "";
-      if (!code.startsWith("SQLITE_BUSY") || Date.now() + 50 > deadline) return false;
-    }
-    await Bun.sleep(50);
+  try {
+    await whileBusy(() => probeWrite(checker), WRITE_CHECK_MS);
+    return true;
+  } catch {
+    return false;
   }
 }
 

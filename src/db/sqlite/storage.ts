@@ -3,7 +3,7 @@ import { microClock } from "../../vocabulary/time";
 import type { Repositories, Storage } from "../port";
 import { sqliteApiKeys } from "./api-keys";
 import { sqliteContacts } from "./contacts";
-import { Gate, gated, inTransaction, type Sync } from "./gate";
+import { BUSY_LIMIT_MS, Gate, gated, inTransaction, whileBusy, type Sync } from "./gate";
 import { sqliteGenerations } from "./generations";
 import { sqliteIdempotency } from "./idempotency";
 import { sqliteLeases } from "./leases";
@@ -20,6 +20,8 @@ export interface SqliteOptions {
    * clock). Tests move it by hand; on SQLite the process clock is the database's.
    */
   clock?: () => number;
+  /** How long a write waits for another process's write lock before it fails busy (default BUSY_LIMIT_MS). */
+  busyLimitMs?: number;
 }
 
 /** The SQLite storage, with its connection for tests that look at raw rows. */
@@ -34,8 +36,8 @@ type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
  * throws DatabaseError. The unit of work: bun:sqlite is synchronous and has one connection,
  * so `transaction` holds an in-process gate (src/db/sqlite/gate.ts) from BEGIN IMMEDIATE
  * to COMMIT or ROLLBACK, and repository calls outside it wait for the gate only while a
- * transaction holds it. Other processes on the same file are kept out by SQLite's write
- * lock (busy_timeout 5 s).
+ * transaction holds it. Another process's write lock is waited for between tries, without
+ * the gate (whileBusy in gate.ts), so nothing else waits with it.
  */
 export function openSqliteStorage(url: string, opts: SqliteOptions = {}): SqliteStorage {
   const sqlite = openSqlite(url);
@@ -58,7 +60,8 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Sqlite
   const isOpen = () => open;
   const each = (wrap: (repository: Sync<object>) => object) =>
     Object.fromEntries(Object.entries(repositories).map(([name, repository]) => [name, wrap(repository)])) as unknown as Repositories;
-  const outside = each((repository) => gated(repository, gate));
+  const busyLimitMs = opts.busyLimitMs ?? BUSY_LIMIT_MS;
+  const outside = each((repository) => gated(repository, gate, busyLimitMs));
   const tx = each((repository) => inTransaction(repository, isOpen));
   const memory = sqlite.filename === ":memory:" || sqlite.filename === "";
   let checker: Database | undefined;
@@ -69,21 +72,26 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Sqlite
     ...outside,
 
     async transaction(fn) {
-      await gate.take();
-      try {
-        sqlite.run("BEGIN IMMEDIATE");
-        open = true;
+      // The gate is kept only once BEGIN IMMEDIATE took the write lock: no one here waits while another process holds it.
+      await whileBusy(async () => {
+        await gate.take();
         try {
-          const result = await fn(tx);
-          sqlite.run("COMMIT");
-          return result;
+          sqlite.run("BEGIN IMMEDIATE");
         } catch (err) {
-          if (sqlite.inTransaction) sqlite.run("ROLLBACK");
+          gate.give();
           throw err;
-        } finally {
-          open = false;
         }
+      }, busyLimitMs);
+      try {
+        open = true;
+        const result = await fn(tx);
+        sqlite.run("COMMIT");
+        return result;
+      } catch (err) {
+        if (sqlite.inTransaction) sqlite.run("ROLLBACK");
+        throw err;
       } finally {
+        open = false;
         gate.give();
       }
     },
@@ -91,14 +99,11 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Sqlite
     async takesWrite() {
       if (!memory) return takesWrite((checker ??= openChecker(sqlite)));
       // An in-memory database exists only on its own connection, free of others' locks.
-      await gate.take();
       try {
-        probeWrite(sqlite);
+        await gate.run(() => probeWrite(sqlite));
         return true;
       } catch {
         return false;
-      } finally {
-        gate.give();
       }
     },
 
