@@ -5,7 +5,8 @@ import { AppError, type ErrorDetails } from "../errors";
 import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
 import { messageRecord, type MessageRecord } from "../messages/schemas";
-import { listHistory, pollInbound, sendMessage } from "../messages/service";
+import type { SendAnswer } from "../messages/records";
+import { listHistory, pollInbound, sendAnswered, sendMessage } from "../messages/service";
 import { isoTime } from "../messages/time";
 import type { ContextTurn } from "./define";
 
@@ -46,7 +47,7 @@ export function createLocalBackend(app: App): MessagingBackend {
     },
     async generate(input, signal) {
       const reply = await generateReply(app, input, { signal });
-      return { id: reply.id, text: reply.text };
+      return { id: reply.message_id, text: reply.generated_message };
     },
     async optedOut(phone) {
       return (await app.storage.contacts.get(phone))?.optedOut ?? false;
@@ -57,16 +58,9 @@ export function createLocalBackend(app: App): MessagingBackend {
         return { record: { id, timestamp, status, media }, replayed: false };
       }
       const print = fingerprint("send", idempotency.anyText ? { phone: input.phone } : input);
-      const answer = (r: MessageRecord) => ({ id: r.id, timestamp: r.timestamp, status: r.status });
-      const { answer: record, replayed } = await runIdempotent(
-        app.storage,
-        { scope: WORKFLOW_SCOPE, key: idempotency.key },
-        print,
-        SEND_LOCK_MS,
-        async (claim) => answer(await sendMessage(app, input, { claim, answer })),
-        app.log,
-      );
-      return { record, replayed };
+      const claim = { scope: WORKFLOW_SCOPE, key: idempotency.key };
+      const { answer, replayed } = await runIdempotent(app.storage, claim, print, SEND_LOCK_MS, (taken) => sendAnswered(app, input, taken), app.log);
+      return { record: sentRecord(answer), replayed };
     },
   };
 }
@@ -99,8 +93,7 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       const response: ResponseInfo = {};
       try {
         const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key, response } });
-        // A server older than the `status` field answered only once the network took the message.
-        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: sent.status ?? "sent" }, replayed: response.replayed === true };
+        return { record: sentRecord(sent), replayed: response.replayed === true };
       } catch (err) {
         // The server keys on the whole request; for a reply the key alone decides, so a key
         // already used for another text of an answered reply is that reply, replayed.
@@ -114,6 +107,15 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       }
     },
   };
+}
+
+/**
+ * A send's answer (src/messages/records.ts) as a workflow's record, from this server or a remote one. A server
+ * older than `status` answered only once the network took the message; a workflow's key stored before its
+ * answers took this shape (kept 24 h) named the message `id`.
+ */
+function sentRecord(answer: Pick<SendAnswer, "timestamp"> & Partial<Pick<SendAnswer, "status">> & ({ message_id: string } | { id: string })) {
+  return { id: "message_id" in answer ? answer.message_id : answer.id, timestamp: answer.timestamp, status: answer.status ?? "sent" };
 }
 
 const STATUSES: readonly string[] = messageRecord.shape.status.options;
