@@ -34,7 +34,8 @@ const t = initTRPC
     // The status and body come from the one map (src/api/errors.ts); its headers and log line are the HTTP edge's.
     errorFormatter({ shape, error }) {
       const { code, message, issues, ...details } = failureOf(error).body;
-      const rpcCode = (TRPC_ERROR_CODES_BY_KEY as Record<string, number>)[code] ?? shape.code;
+      // What a procedure throws reaches here wrapped as INTERNAL_SERVER_ERROR: its code is the one the map found.
+      const rpcCode = error.code === "INTERNAL_SERVER_ERROR" ? ((TRPC_ERROR_CODES_BY_KEY as Record<string, number>)[code] ?? shape.code) : shape.code;
       return { message, code: rpcCode, data: { code, httpStatus: HTTP_STATUS[code], issues, ...details } };
     },
   });
