@@ -1,4 +1,4 @@
-import type { TRPCError } from "@trpc/server";
+import { TRPCError } from "@trpc/server";
 import { isDatabaseUnavailable } from "../db/errors";
 import { AppError, fieldIssues, issuesMessage, type ErrorCode, type ErrorDetails, type FieldIssue } from "../errors";
 
@@ -43,31 +43,40 @@ function zodIssues(cause: unknown): ZodLikeIssue[] | null {
 }
 
 /** A request that met an unreachable or busy database: retry, nothing is wrong with it. */
-export const DATABASE_UNAVAILABLE: ErrorBody = { code: "SERVICE_UNAVAILABLE", message: "database: unavailable or busy; retry later" };
-/** How long a client should wait before retrying after DATABASE_UNAVAILABLE, in seconds. */
-export const DATABASE_RETRY_AFTER = "1";
+const DATABASE_UNAVAILABLE = "database: unavailable or busy; retry later";
+/** How long a client should wait before retrying after a database that was unavailable, in seconds. */
+const DATABASE_RETRY_AFTER = "1";
 
-/** What a client is told about an error: its code, a message naming the field, never internals. */
-export function describeError(error: TRPCError): ErrorBody {
-  const issues = error.code === "BAD_REQUEST" ? zodIssues(error.cause) : null;
-  if (issues) {
-    const list = fieldIssues(issues);
-    return { code: "BAD_REQUEST", message: issuesMessage(list), issues: list };
-  }
-  if (error.code === "PARSE_ERROR") return { code: "BAD_REQUEST", message: "body: malformed JSON" };
-  const code = error.code in HTTP_STATUS ? (error.code as ErrorCode) : "INTERNAL_SERVER_ERROR";
-  if (code === "INTERNAL_SERVER_ERROR" && isDatabaseUnavailable(error.cause)) return DATABASE_UNAVAILABLE;
-  if (code === "INTERNAL_SERVER_ERROR") return { code, message: "internal error; the request may be retried later" };
-  return { code, message: error.message, ...(error.cause instanceof AppError ? error.cause.details : {}) };
+/** What a client is told about a failure, and what the server logs of it. */
+export interface Failure {
+  body: ErrorBody;
+  /** Headers of the response: the AppError's (Retry-After, WWW-Authenticate), Retry-After for a database unavailable. */
+  headers: Record<string, string>;
+  /** Logged with the request's id: `error` for an unexpected failure, `warn` for a database unavailable. */
+  log?: { level: "error" | "warn"; cause: unknown };
 }
 
-const DETAIL_FIELDS = ["reason", "message_id", "timestamp", "status"] as const;
-
-/** The ErrorDetails fields of a parsed error object (a tRPC error's `data`). */
-export function errorDetails(data: Record<string, unknown>): ErrorDetails {
-  const details: Record<string, string> = {};
-  for (const name of DETAIL_FIELDS) if (typeof data[name] === "string") details[name] = data[name];
-  return details as ErrorDetails;
+/**
+ * The one map from anything a request throws (an AppError, a tRPC error wrapping one or
+ * zod's issues, a database error, anything else) to the envelope's body and headers, for
+ * REST, tRPC and the HTTP edge alike. Never internals: an unexpected failure says only that.
+ */
+export function failureOf(err: unknown): Failure {
+  const cause = err instanceof TRPCError && err.cause ? err.cause : err;
+  if (cause instanceof AppError) return { body: { code: cause.code, message: cause.message, ...cause.details }, headers: cause.headers };
+  if (err instanceof TRPCError) {
+    const issues = err.code === "BAD_REQUEST" ? zodIssues(err.cause) : null;
+    if (issues) {
+      const list = fieldIssues(issues);
+      return { body: { code: "BAD_REQUEST", message: issuesMessage(list), issues: list }, headers: {} };
+    }
+    if (err.code === "PARSE_ERROR") return { body: { code: "BAD_REQUEST", message: "body: malformed JSON" }, headers: {} };
+    if (err.code !== "INTERNAL_SERVER_ERROR" && err.code in HTTP_STATUS) return { body: { code: err.code as ErrorCode, message: err.message }, headers: {} };
+  }
+  if (isDatabaseUnavailable(cause)) {
+    return { body: { code: "SERVICE_UNAVAILABLE", message: DATABASE_UNAVAILABLE }, headers: { "Retry-After": DATABASE_RETRY_AFTER }, log: { level: "warn", cause } };
+  }
+  return { body: { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" }, headers: {}, log: { level: "error", cause } };
 }
 
 /** The error envelope (docs/api.md "Errors"). */

@@ -1,10 +1,9 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { TRPCError } from "@trpc/server";
 import type { App } from "../app";
 import { errorText } from "../log";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
-import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE, describeError, errorResponse, HTTP_STATUS, type ErrorBody } from "./errors";
+import { errorResponse, failureOf, HTTP_STATUS, type Failure } from "./errors";
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
@@ -85,20 +84,27 @@ function trpcCalls(url: URL): number {
   return url.pathname.slice("/trpc/".length).split(/,|%2c/i).length;
 }
 
-type Handler = (req: Request, url: URL, ctx: Context) => Promise<Response> | Response;
+/** A path's parameters (`{ phone }` of /api/messages/{phone}), from the routing table's one match. */
+type Params = Record<string, string>;
+type Handler = (req: Request, url: URL, ctx: Context, params: Params) => Promise<Response> | Response;
+
+const NO_PARAMS: Params = Object.freeze({});
+/** A row's match for a path test without parameters. */
+const when = (test: (path: string) => boolean) => (path: string) => (test(path) ? NO_PARAMS : null);
 
 /** A REST operation on HTTP: the JSON body read when it takes one (415, 413, 400 first), the procedure's output as JSON. */
 function restHandler(operation: RestOperation): Handler {
-  return async (req, url, ctx) => {
+  return async (req, url, ctx, params) => {
     const body = operation.takesBody ? parseJson(await readJsonText(req)) : undefined;
-    const output = await operation.call({ ctx, path: url.pathname, body, query: url.searchParams, signal: req.signal });
+    const output = await operation.call({ ctx, params, body, query: url.searchParams, signal: req.signal });
     return new Response(JSON.stringify(output), { status: operation.status, headers: { "Content-Type": "application/json" } });
   };
 }
 
 /** One row of the routing table. */
 interface Route {
-  match(path: string): boolean;
+  /** The path's parameters when this row serves the path, else null. */
+  match(path: string): Params | null;
   /** HEAD is served by GET's handler; Bun sends its headers (Content-Length too) without the body. */
   methods: Partial<Record<string, Handler>>;
   /** `key`: the API key first; `trpc`: the same, its failure answered by tRPC in its own format. */
@@ -121,10 +127,11 @@ export interface HttpHandler {
 }
 
 /**
- * The HTTP face of the one router, one straight line: head size → routing table (404,
- * 405) → one auth step → the route (REST through src/api/rest.ts, tRPC at /trpc, the
+ * The HTTP face of the one router, one straight line: head size → the routing table,
+ * matched once (404, 405; a REST row's match gives its path parameters) → one auth step,
+ * its outcome in the context → the route (REST through src/api/rest.ts, tRPC at /trpc, the
  * console's sessions and pages in src/api/console.ts, and the routes without a key) →
- * every error through errorResponse. Everything is built once here.
+ * every error through failureOf (src/api/errors.ts). Everything is built once here.
  */
 export function createHttpHandler(app: App): HttpHandler {
   const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
@@ -147,7 +154,8 @@ export function createHttpHandler(app: App): HttpHandler {
       req: trpcReq,
       router,
       createContext: () => ctx,
-      onError: ({ error }) => error.code === "INTERNAL_SERVER_ERROR" && logFailure(ctx.requestId, error.cause ?? error),
+      // The body is tRPC's (its errorFormatter maps with failureOf too); headers and log line are ours.
+      onError: ({ error }) => report(ctx, failureOf(error)),
     });
     if (res.ok || res.headers.get("content-type")?.startsWith("application/json")) return res;
     // tRPC answers some protocol errors as text: every error is JSON.
@@ -172,24 +180,24 @@ export function createHttpHandler(app: App): HttpHandler {
 
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
   const routes: Route[] = [
-    route((p) => p === "/health", { GET: serveHealth }),
-    route((p) => p === "/openapi.json", { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }),
-    route((p) => p === "/docs" || p.startsWith("/docs/"), {
+    route(when((p) => p === "/health"), { GET: serveHealth }),
+    route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }),
+    route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
       GET: (_req, url) => docsResponse(url.pathname) ?? errorResponse({ code: "NOT_FOUND", message: `no route GET ${url.pathname}` }),
     }),
-    route((p) => p.startsWith("/trpc/"), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true }),
+    route(when((p) => p.startsWith("/trpc/")), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true }),
     // Media bytes are not JSON: served here, not through the router (src/api/media.ts); by
     // session too, so the console's <img src="/api/media/…"> works.
-    route((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length), { GET: (req, url) => serveMedia(app, req, url) }, "key", { session: true }),
+    route(when((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length)), { GET: (req, url) => serveMedia(app, req, url) }, "key", { session: true }),
     // The operator console (src/api/console.ts): its sessions, its built files, its pages.
-    route((p) => p === CONSOLE_SESSION_PATH, { GET: consoleRoutes.session, POST: consoleRoutes.signIn, DELETE: consoleRoutes.signOut }),
-    route((p) => p.startsWith(CONSOLE_ASSETS_PREFIX), { GET: consoleRoutes.asset }),
-    route((p) => p === "/console" || p.startsWith("/console/"), { GET: consoleRoutes.page }),
-    route((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length), { GET: (req, url) => serveSignedMedia(app, req, url) }),
+    route(when((p) => p === CONSOLE_SESSION_PATH), { GET: consoleRoutes.session, POST: consoleRoutes.signIn, DELETE: consoleRoutes.signOut }),
+    route(when((p) => p.startsWith(CONSOLE_ASSETS_PREFIX)), { GET: consoleRoutes.asset }),
+    route(when((p) => p === "/console" || p.startsWith("/console/")), { GET: consoleRoutes.page }),
+    route(when((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length)), { GET: (req, url) => serveSignedMedia(app, req, url) }),
   ];
   if (app.network.webhook && app.network.name !== "loopback") {
     const prefix = `/webhooks/${app.network.name}`;
-    routes.push(route((p) => p === prefix || p.startsWith(`${prefix}/`), { POST: serveNetworkWebhook }));
+    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: serveNetworkWebhook }));
   }
   // The REST routes (src/api/rest.ts), one row per path, in the router's order.
   const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"] }>();
@@ -198,30 +206,32 @@ export function createHttpHandler(app: App): HttpHandler {
     row.methods[operation.method] = restHandler(operation);
     restRows.set(operation.pattern.source, row);
   }
-  for (const { pattern, methods } of restRows.values()) routes.push(route((p) => pattern.test(p), methods, "key"));
-
-  function databaseUnavailable(ctx: Context, err: unknown) {
-    ctx.responseHeaders["Retry-After"] = DATABASE_RETRY_AFTER;
-    app.log.warn("request met an unavailable database; answered 503", { requestId: ctx.requestId, error: errorText(err) });
+  for (const { pattern, methods } of restRows.values()) {
+    routes.push(
+      route((p) => {
+        const matched = pattern.exec(p);
+        return matched ? (matched.groups ?? NO_PARAMS) : null;
+      }, methods, "key"),
+    );
   }
 
-  function logFailure(requestId: string, err: unknown) {
-    app.log.error("request failed", { requestId, error: errorText(err), stack: (err as Error | undefined)?.stack });
-  }
-
-  /** The one map from anything thrown to the envelope and its headers. */
-  function failure(err: unknown, ctx: Context): Response {
-    let body: ErrorBody;
-    if (err instanceof AppError) {
-      body = { code: err.code, message: err.message, ...err.details };
-      Object.assign(ctx.responseHeaders, err.headers);
-    } else {
-      const trpcError = err instanceof TRPCError ? err : new TRPCError({ code: "INTERNAL_SERVER_ERROR", cause: err });
-      body = describeError(trpcError);
-      if (body.code === "INTERNAL_SERVER_ERROR") logFailure(ctx.requestId, trpcError.cause ?? trpcError);
-      if (body === DATABASE_UNAVAILABLE) databaseUnavailable(ctx, trpcError.cause);
+  /** The first row that serves `path` (the table's order decides), with the path's parameters. */
+  function matchRoute(path: string): { row: Route; params: Params } | undefined {
+    for (const row of routes) {
+      const params = row.match(path);
+      if (params) return { row, params };
     }
-    return errorResponse(body);
+    return undefined;
+  }
+
+  /** A failure's headers onto the response, and its log line. */
+  function report(ctx: Context, failure: Failure): void {
+    Object.assign(ctx.responseHeaders, failure.headers);
+    if (!failure.log) return;
+    const { level, cause } = failure.log;
+    const requestId = ctx.requestId;
+    if (level === "warn") app.log.warn("request met an unavailable database; answered 503", { requestId, error: errorText(cause) });
+    else app.log.error("request failed", { requestId, error: errorText(cause), stack: (cause as Error | undefined)?.stack });
   }
 
   async function serve(req: Request, url: URL, ctx: Context): Promise<Response> {
@@ -229,8 +239,9 @@ export function createHttpHandler(app: App): HttpHandler {
       return errorResponse({ code: "REQUEST_HEADER_FIELDS_TOO_LARGE", message: `headers: request line and headers larger than ${MAX_HEAD_BYTES} bytes` });
     }
     const path = url.pathname;
-    const row = routes.find((r) => r.match(path));
-    if (!row) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${path}` });
+    const matched = matchRoute(path);
+    if (!matched) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${path}` });
+    const { row, params } = matched;
     const handler = row.methods[req.method] ?? (req.method === "HEAD" ? row.methods.GET : undefined);
     if (!handler) {
       return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${path}; use ${row.allow}` }, { Allow: row.allow });
@@ -249,7 +260,7 @@ export function createHttpHandler(app: App): HttpHandler {
         ctx.authError = err;
       }
     }
-    return handler(req, url, ctx);
+    return handler(req, url, ctx, params);
   }
 
   return {
@@ -266,7 +277,12 @@ export function createHttpHandler(app: App): HttpHandler {
         status = res.status;
       } catch (err) {
         // A client that hung up is not an error: nobody gets this answer (499, as nginx logs it).
-        res = req.signal.aborted ? new Response(null, { status: 499 }) : failure(err, ctx);
+        if (req.signal.aborted) res = new Response(null, { status: 499 });
+        else {
+          const failure = failureOf(err);
+          report(ctx, failure);
+          res = errorResponse(failure.body);
+        }
         status = res.status;
       }
       for (const [name, value] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(name)) res.headers.set(name, value);

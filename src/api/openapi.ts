@@ -1,5 +1,5 @@
 import { dirname, join } from "node:path";
-import { generateOpenApiDocument, getPathRegExp, normalizePath } from "trpc-to-openapi";
+import { generateOpenApiDocument, normalizePath } from "trpc-to-openapi";
 import pkg from "../../package.json";
 import type { ErrorCode } from "../errors";
 import { HTTP_STATUS } from "./errors";
@@ -432,24 +432,6 @@ function generateDocument(router: AppRouter, network: string) {
     baseUrl: "/",
     securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `Authorization: Bearer <API_KEY>` (the scheme word is case-insensitive)." } },
   });
-}
-
-export type OpenApiDocument = ReturnType<typeof generateDocument>;
-
-export interface Route {
-  method: string;
-  pattern: RegExp;
-}
-
-/** The REST routes of the document, to answer 404 and 405 before any work. */
-export function routeTable(doc: OpenApiDocument): Route[] {
-  const routes: Route[] = [];
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const method of ["get", "post", "put", "patch", "delete"] as const) {
-      if (item?.[method]) routes.push({ method: method.toUpperCase(), pattern: getPathRegExp(normalizePath(path)) });
-    }
-  }
-  return routes;
 }
 
 const SWAGGER_DIR = dirname(Bun.resolveSync("swagger-ui-dist/package.json", import.meta.dir));

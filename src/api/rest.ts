@@ -16,8 +16,8 @@ import type { Context, Meta } from "./trpc";
 /** How a REST operation gets its request: the JSON body (POST) or the query (GET), read by the HTTP edge. */
 export interface RestRequest {
   ctx: Context;
-  /** The path, already matched against `pattern`. */
-  path: string;
+  /** The path's parameters, from the one match of `pattern` (src/api/http.ts). */
+  params: Record<string, string>;
   /** The parsed JSON body when the operation takes one; else undefined. */
   body: unknown;
   query: URLSearchParams;
@@ -82,12 +82,9 @@ function operation(path: string, procedure: AnyProcedure, method: string, route:
     pattern,
     takesBody,
     status,
-    call({ ctx, path: requestPath, body, query, signal }) {
+    call({ ctx, params, body, query, signal }) {
       let input: Record<string, unknown> | undefined;
-      if (takesInput) {
-        const fields = pattern.exec(requestPath)?.groups;
-        input = reading ? { ...queryFields(query, arrayFields), ...fields } : { ...(body as object | undefined), ...fields };
-      }
+      if (takesInput) input = reading ? { ...queryFields(query, arrayFields), ...params } : { ...(body as object | undefined), ...params };
       return procedure({ ctx, path, type, getRawInput: async () => input, signal, batchIndex: 0 });
     },
   };

@@ -1,11 +1,10 @@
-import { initTRPC, TRPCError } from "@trpc/server";
+import { initTRPC } from "@trpc/server";
+import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
 import type { App } from "../app";
 import { AppError } from "../errors";
-import { isDatabaseUnavailable } from "../db/errors";
-import { errorText } from "../log";
-import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE, describeError } from "./errors";
+import { failureOf, HTTP_STATUS } from "./errors";
 
 export interface Context {
   app: App;
@@ -32,39 +31,29 @@ const t = initTRPC
   .create({
     // Never stack traces in responses, whatever NODE_ENV says.
     isDev: false,
+    // The status and body come from the one map (src/api/errors.ts); its headers and log line are the HTTP edge's.
     errorFormatter({ shape, error }) {
-      const { code, message, issues, ...details } = describeError(error);
-      return { message, code: shape.code, data: { code, httpStatus: shape.data.httpStatus, issues, ...details } };
+      const { code, message, issues, ...details } = failureOf(error).body;
+      // What a procedure throws reaches here wrapped as INTERNAL_SERVER_ERROR: its code is the one the map found.
+      const rpcCode = error.code === "INTERNAL_SERVER_ERROR" ? ((TRPC_ERROR_CODES_BY_KEY as Record<string, number>)[code] ?? shape.code) : shape.code;
+      return { message, code: rpcCode, data: { code, httpStatus: HTTP_STATUS[code], issues, ...details } };
     },
   });
 
 export const router = t.router;
 
-/** An AppError of our service functions as a tRPC error, its headers kept for the response. */
-function toTRPCError(ctx: Context, cause: AppError): TRPCError {
-  Object.assign(ctx.responseHeaders, cause.headers);
-  return new TRPCError({ code: cause.code, message: cause.message, cause });
-}
-
 /**
- * The one middleware: the caller was authenticated at the HTTP edge (src/api/auth.ts,
- * before the body is read), and AppErrors leave as tRPC errors with their status.
+ * Checks that the HTTP edge authenticated the request (src/api/http.ts, before the body is
+ * read, one rate-limit token per call): a failure there is thrown by each procedure, for
+ * tRPC clients to read in tRPC's format.
  */
-const guarded = t.middleware(async ({ ctx, next }) => {
-  const { keyId } = ctx;
-  if (ctx.authError || !keyId) {
-    throw toTRPCError(ctx, ctx.authError ?? new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" }));
-  }
-  const result = await next({ ctx: { keyId } });
-  if (!result.ok && result.error.cause instanceof AppError) throw toTRPCError(ctx, result.error.cause);
-  if (!result.ok && isDatabaseUnavailable(result.error.cause)) {
-    ctx.app.log.warn("request met an unavailable database; answered 503", { requestId: ctx.requestId, error: errorText(result.error.cause) });
-    throw toTRPCError(ctx, new AppError("SERVICE_UNAVAILABLE", DATABASE_UNAVAILABLE.message, { "Retry-After": DATABASE_RETRY_AFTER }));
-  }
-  return result;
+const authenticated = t.middleware(({ ctx, next }) => {
+  if (ctx.authError) throw ctx.authError;
+  if (!ctx.keyId) throw new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" });
+  return next({ ctx: { keyId: ctx.keyId } });
 });
 
-export const authedProcedure = t.procedure.use(guarded);
+export const authedProcedure = t.procedure.use(authenticated);
 
 /**
  * An output schema for the OpenAPI document and typed clients, not checked again on

@@ -1,5 +1,5 @@
 import type { EventRow, MediaRow, MessageRepository, WorkflowRunRow } from "../db/port";
-import { toRecord } from "../messages/service";
+import { toRecord } from "../messages/records";
 import { isoTime } from "../messages/time";
 
 /** A workflow run as an event's `data` shows it. */

@@ -11,22 +11,15 @@ export interface GeneratorDeps extends MessagingDeps {
   config: Pick<Config, "MAX_MESSAGE_LENGTH">;
 }
 
-export interface GeneratedReply {
-  text: string;
-  /** The sent message's id when sent, else the stored generation's. */
-  id: string;
-  sent: boolean;
-  timestamp: string;
-}
-
-/** The answer of POST /api/generate. */
-export const generatedAnswer = (reply: GeneratedReply) => ({
+/** The answer of POST /api/generate; `message_id`: the sent message's when sent, else the stored generation's. */
+export const generatedAnswer = (text: string, messageId: string, sent: boolean, timestamp: string) => ({
   success: true,
-  generated_message: reply.text,
-  message_id: reply.id,
-  sent: reply.sent,
-  timestamp: reply.timestamp,
+  generated_message: text,
+  message_id: messageId,
+  sent,
+  timestamp,
 });
+export type GenerateAnswer = ReturnType<typeof generatedAnswer>;
 
 export const NO_GENERATOR =
   "generator not configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local OpenAI-compatible server)";
@@ -40,7 +33,7 @@ export async function generateReply(
   deps: GeneratorDeps,
   request: GenerateRequest & { autoSend?: boolean },
   opts: { signal?: AbortSignal; claim?: Claim } = {},
-): Promise<GeneratedReply> {
+): Promise<GenerateAnswer> {
   if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
   // The send would be refused: no generation is paid for (the send checks again).
   if (request.autoSend) await refuseOptedOut(deps.storage, request.phone);
@@ -51,14 +44,11 @@ export async function generateReply(
   const createdAt = Date.now();
   const id = Bun.randomUUIDv7();
   await deps.storage.generations.insert({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null, createdAt });
-  if (!request.autoSend) return { text, id, sent: false, timestamp: isoTime(createdAt * 1000) };
+  if (!request.autoSend) return generatedAnswer(text, id, false, isoTime(createdAt * 1000));
 
-  const { claim } = opts;
-  const sent = await sendMessage(
-    deps,
-    { phone: request.phone, message: text },
-    claim && { claim, answer: (record) => generatedAnswer({ text, id: record.id, sent: true, timestamp: record.timestamp }) },
-  );
+  // Stored with the message under the key, so a retry after a crash answers as this request would.
+  const answerFields = { generated_message: text, sent: true };
+  const sent = await sendMessage(deps, { phone: request.phone, message: text }, opts.claim && { claim: opts.claim, answerFields });
   await deps.storage.generations.setMessage(id, sent.id);
-  return { text, id: sent.id, sent: true, timestamp: sent.timestamp };
+  return generatedAnswer(text, sent.id, true, sent.timestamp);
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { MessageRepository } from "../db/port";
 import { messageRecord, typeError, wholeNumber } from "./schemas";
-import { toRecords } from "./service";
+import { toRecords } from "./records";
 
 /** Most conversations one page lists. */
 export const MAX_CONVERSATIONS = 200;

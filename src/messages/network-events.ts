@@ -4,8 +4,9 @@ import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from 
 import type { DriverState, InboundMedia, NetworkDriver, WebhookEvents } from "../network/driver";
 import type { OptOutType } from "../vocabulary/messages";
 import { isE164 } from "./phone";
+import { inboundAnswer } from "./records";
 import type { MessageRecord } from "./schemas";
-import { recordInbound } from "./service";
+import { recordInbound, repliedMessage } from "./service";
 import { cleanInboundText } from "./text";
 
 export interface AppliedEvents {
@@ -43,6 +44,28 @@ export async function storeInbound(
   // Stored meanwhile by another request: its files are the ones kept.
   if (result.duplicate && media) await discardMedia(media, kept, log);
   return result;
+}
+
+/** POST /webhooks/loopback: an inbound message the caller forges, stored as a real network's is. */
+export async function receiveLoopback(
+  deps: { storage: Storage; log: Logger; media?: MediaDeps },
+  input: { phone: string; message?: string; id?: string; media?: readonly { url: string }[]; reply_to?: string },
+) {
+  const replyTo = input.reply_to === undefined ? undefined : (await repliedMessage(deps.storage.messages, input.phone, input.reply_to)).id;
+  const { record } = await storeInbound(
+    deps.storage,
+    "loopback",
+    {
+      phone: input.phone,
+      message: input.message ?? "",
+      ...(input.id ? { networkId: input.id } : {}),
+      ...(input.media ? { media: input.media.map((m) => ({ url: m.url })) } : {}),
+      ...(replyTo ? { replyTo } : {}),
+    },
+    deps.log,
+    deps.media,
+  );
+  return inboundAnswer(record);
 }
 
 /**

@@ -3,7 +3,8 @@ import type { MessageRepository, MessageRow, Storage } from "../db/port";
 import { AppError } from "../errors";
 import { errorText } from "../log";
 import { MAX_PAGE } from "./schemas";
-import { sendStored, toRecords, type MessagingDeps } from "./service";
+import { canceledAnswer, pageAnswer, toRecords } from "./records";
+import { sendStored, type MessagingDeps } from "./service";
 
 /** Why a scheduled message whose contact opted out before its time was not sent. */
 export const OPTED_OUT_AT_SEND_TIME = "the contact opted out by replying STOP";
@@ -22,7 +23,7 @@ const CHECK_GIVE_UP_MS = 60_000;
 /** A scheduled message leaves `scheduled` only by being claimed (to `queued`) or canceled. */
 export async function cancelScheduled(messages: MessageRepository, id: string) {
   const row = await messages.cancelScheduled(id);
-  if (row) return (await toRecords(messages, [row]))[0]!;
+  if (row) return canceledAnswer((await toRecords(messages, [row]))[0]!);
   const now = await messages.get(id);
   if (!now) throw new AppError("NOT_FOUND", `message ${id} not found`);
   throw new AppError("CONFLICT", `message ${id} is ${now.status}; only a scheduled message can be canceled`);
@@ -32,7 +33,7 @@ export async function cancelScheduled(messages: MessageRepository, id: string) {
 export async function listScheduled(messages: MessageRepository, input: { limit: number; offset: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
   const { rows, total } = await messages.scheduled(limit, input.offset);
-  return { messages: await toRecords(messages, rows), total, limit, offset: input.offset };
+  return pageAnswer(await toRecords(messages, rows), total, limit, input.offset);
 }
 
 export interface ScheduledSender {

@@ -7,8 +7,8 @@ import type { OptOutType } from "../vocabulary/messages";
 import type { Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import { optedOutError, optOutAction } from "./opt-out";
+import { pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
-import { isoTime } from "./time";
 
 export interface MessagingDeps {
   storage: Storage;
@@ -23,34 +23,10 @@ function mediaDeps(deps: { media?: MediaDeps }): MediaDeps {
   return deps.media;
 }
 
-/** With an idempotency key: the claim, and the answer the request gives once sent. */
+/** With an Idempotency-Key: its claim, and what the request's answer holds besides the send's (generate's text). */
 export interface IdempotentSend {
   claim: Claim;
-  answer: (record: MessageRecord) => unknown;
-}
-
-/** The answer of POST /api/send. */
-export const sentAnswer = (record: MessageRecord) => ({ success: true, message_id: record.id, timestamp: record.timestamp, status: record.status });
-
-/** One empty list for every record without files: a page of 100 records allocates none. */
-const NO_MEDIA: MessageRecord["media"] = [];
-Object.freeze(NO_MEDIA);
-
-/** A message's record; `media`: its media rows (none given: none shown), see `toRecords`. */
-export function toRecord(row: RecordRow, media: readonly MediaRow[] = []): MessageRecord {
-  const record: MessageRecord = {
-    id: row.id,
-    phone: row.phone,
-    message: row.body,
-    direction: row.direction,
-    timestamp: isoTime(row.timestamp),
-    status: row.status,
-    reply_to: row.replyTo,
-    media: media.length === 0 ? NO_MEDIA : media.map((m) => ({ id: m.id, content_type: m.contentType, size: m.size, url: `/api/media/${m.id}` })),
-  };
-  if (row.error) record.error = row.error;
-  if (row.sendAt !== null) record.send_at = isoTime(row.sendAt * 1000);
-  return record;
+  answerFields?: Record<string, unknown>;
 }
 
 /**
@@ -63,14 +39,6 @@ export function sendAtProblem(sendAt: number, now: number): string | undefined {
   yearAhead.setUTCFullYear(yearAhead.getUTCFullYear() + 1);
   if (sendAt > yearAhead.getTime()) return "must be at most 1 year ahead";
   return undefined;
-}
-
-/** The records of a page: its media read in one query, and only when a row has some. */
-export async function toRecords(messages: MessageRepository, rows: readonly RecordRow[]): Promise<MessageRecord[]> {
-  const withMedia = rows.filter((row) => row.mediaCount > 0).map((row) => row.id);
-  if (withMedia.length === 0) return rows.map((row) => toRecord(row));
-  const media = await messages.mediaOf(withMedia);
-  return rows.map((row) => toRecord(row, media.get(row.id)));
 }
 
 /** Refuses a send to a contact that opted out (403); an unknown contact never did. */
@@ -136,7 +104,8 @@ export async function sendMessage(
     ({ row } = idempotent
       ? await storage.transaction(async (tx) => {
           const stored = await tx.messages.insert(message);
-          await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(idempotent.answer(toRecord(stored.row, keptRows(stored.row.id)))));
+          const answer = { ...sendAnswer(toRecord(stored.row, keptRows(stored.row.id))), ...idempotent.answerFields };
+          await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(answer));
           return stored;
         })
       : await storage.messages.insert(message));
@@ -146,6 +115,11 @@ export async function sendMessage(
   }
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
   return sendStored(deps, row, { media: kept, replied });
+}
+
+/** POST /api/send, and a workflow's keyed send: sendMessage, answered as the API answers it (src/messages/records.ts). */
+export async function sendAnswered(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1], claim?: Claim): Promise<SendAnswer> {
+  return sendAnswer(await sendMessage(deps, input, claim && { claim }));
 }
 
 /**
@@ -246,12 +220,12 @@ export async function recordInbound(
 export async function listHistory(messages: MessageRepository, input: { phone: string; limit: number; offset: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
   const { rows, total } = await messages.history(input.phone, limit, input.offset);
-  return { messages: await toRecords(messages, rows), total, limit, offset: input.offset };
+  return pageAnswer(await toRecords(messages, rows), total, limit, input.offset);
 }
 
 /** Inbound messages after `since` (exclusive; omitted: from the first), oldest first. */
 export async function pollInbound(messages: MessageRepository, input: { since?: number; phone?: string; limit: number }) {
   const limit = Math.min(input.limit, MAX_PAGE);
   const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone);
-  return { messages: await toRecords(messages, rows), count: rows.length, has_more: hasMore };
+  return pollAnswer(await toRecords(messages, rows), hasMore);
 }

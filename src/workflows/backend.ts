@@ -2,7 +2,8 @@ import type { App } from "../app";
 import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
 import type { MessageRecord } from "../messages/schemas";
-import { listHistory, pollInbound, sendMessage } from "../messages/service";
+import type { SendAnswer } from "../messages/records";
+import { listHistory, pollInbound, sendAnswered, sendMessage } from "../messages/service";
 import type { ContextTurn } from "./define";
 
 /** The messaging operations a workflow run uses, whether the messages live here or on a remote server (./remote-backend.ts). */
@@ -42,7 +43,7 @@ export function createLocalBackend(app: App): MessagingBackend {
     },
     async generate(input, signal) {
       const reply = await generateReply(app, input, { signal });
-      return { id: reply.id, text: reply.text };
+      return { id: reply.message_id, text: reply.generated_message };
     },
     async optedOut(phone) {
       return (await app.storage.contacts.get(phone))?.optedOut ?? false;
@@ -53,16 +54,18 @@ export function createLocalBackend(app: App): MessagingBackend {
         return { record: { id, timestamp, status, media }, replayed: false };
       }
       const print = fingerprint("send", idempotency.anyText ? { phone: input.phone } : input);
-      const answer = (r: MessageRecord) => ({ id: r.id, timestamp: r.timestamp, status: r.status });
-      const { answer: record, replayed } = await runIdempotent(
-        app.storage,
-        { scope: WORKFLOW_SCOPE, key: idempotency.key },
-        print,
-        SEND_LOCK_MS,
-        async (claim) => answer(await sendMessage(app, input, { claim, answer })),
-        app.log,
-      );
-      return { record, replayed };
+      const claim = { scope: WORKFLOW_SCOPE, key: idempotency.key };
+      const { answer, replayed } = await runIdempotent(app.storage, claim, print, SEND_LOCK_MS, (taken) => sendAnswered(app, input, taken), app.log);
+      return { record: sentRecord(answer), replayed };
     },
   };
+}
+
+/**
+ * A send's answer (src/messages/records.ts) as a workflow's record, from this server or a remote one. A server
+ * older than `status` answered only once the network took the message; a workflow's key stored before its
+ * answers took this shape (kept 24 h) named the message `id`.
+ */
+export function sentRecord(answer: Pick<SendAnswer, "timestamp"> & Partial<Pick<SendAnswer, "status">> & ({ message_id: string } | { id: string })) {
+  return { id: "message_id" in answer ? answer.message_id : answer.id, timestamp: answer.timestamp, status: answer.status ?? "sent" };
 }

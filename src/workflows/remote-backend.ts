@@ -4,7 +4,7 @@ import type { Config } from "../config";
 import { AppError, type ErrorDetails } from "../errors";
 import { isoTime } from "../messages/time";
 import { MESSAGE_STATUSES, type MessageStatus } from "../vocabulary/message-status";
-import type { MessagingBackend } from "./backend";
+import { sentRecord, type MessagingBackend } from "./backend";
 
 // The one server module that imports src/client.ts: the client's types come from the router, which must not reach it back.
 
@@ -41,8 +41,7 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       const response: ResponseInfo = {};
       try {
         const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key, response } });
-        // A server older than the `status` field answered only once the network took the message.
-        return { record: { id: sent.message_id, timestamp: sent.timestamp, status: sent.status ?? "sent" }, replayed: response.replayed === true };
+        return { record: sentRecord(sent), replayed: response.replayed === true };
       } catch (err) {
         // The server keys on the whole request; for a reply the key alone decides, so a key
         // already used for another text of an answered reply is that reply, replayed.

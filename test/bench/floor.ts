@@ -32,7 +32,7 @@
  * functions (src/messages/phone.ts, text.ts, time.ts) and nothing of its framework.
  *
  * Records carry `reply_to` and `media` (read in one more query only when a page has a message
- * with files, as src/messages/service.ts toRecords) and `send_at` when set. Text only: no
+ * with files, as src/messages/records.ts toRecords) and `send_at` when set. Text only: no
  * media, replies or scheduling are sent.
  *
  * The same rules as Textwire (src/messages/schemas.ts, phone.ts, text.ts, time.ts,
@@ -239,7 +239,7 @@ const str = (s: string) => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`)
 
 const mediaJson = (m: MediaValues) => `{"id":${str(m[0])},"content_type":${str(m[1])},"size":${m[2]},"url":"/api/media/${m[0]}"}`;
 
-/** A message record's JSON (src/messages/service.ts toRecord), keys in the same order. */
+/** A message record's JSON (src/messages/records.ts toRecord), keys in the same order. */
 function recordJson(r: RecordValues, media: Map<string, MediaValues[]> | undefined): string {
   const error = r[6] ? `,"error":${str(r[6])}` : "";
   const sendAt = r[9] === null ? "" : `,"send_at":"${isoTime(r[9] * 1000)}"`;

@@ -49,7 +49,7 @@ interface Frame {
 const BUCKETS: [string, (f: Frame) => boolean][] = [
   ["SQLite (bun:sqlite, statements)", (f) => f.url === "bun:sqlite" || (f.url === "" && ["all", "run", "get", "values"].includes(f.functionName))],
   ["JSON (stringify, parse)", (f) => f.url === "" && ["stringify", "parse"].includes(f.functionName)],
-  ["records (timestamps, row → record)", (f) => /src\/messages\/(time|service)\.ts|test\/bench\/floor/.test(f.url) && /isoTime|toRecord|iso/i.test(f.functionName)],
+  ["records (timestamps, row → record)", (f) => /src\/messages\/(time|records)\.ts|test\/bench\/floor/.test(f.url) && /isoTime|toRecord|iso/i.test(f.functionName)],
   ["phone check (libphonenumber-js)", (f) => f.url.includes("/libphonenumber-js/")],
   ["zod (input and output schemas)", (f) => f.url.includes("/zod/")],
   ["tRPC (procedure, middlewares)", (f) => f.url.includes("/@trpc/")],

@@ -84,18 +84,18 @@ describe.each(dialects)("generateReply on $name", (dialect) => {
   test("without auto_send the generation is stored and nothing is sent", async () => {
     const d = await deps(listModel("  Hello there!  "));
     const reply = await generateReply(d, { phone: "+14155550123", context: turns });
-    expect(reply).toMatchObject({ text: "Hello there!", sent: false });
+    expect(reply).toMatchObject({ generated_message: "Hello there!", sent: false });
     expect((await d.storage.messages.history("+14155550123", 10, 0)).total).toBe(0);
-    expect(await d.generations()).toEqual([{ id: reply.id, body: "Hello there!", model: "fake", messageId: null }]);
+    expect(await d.generations()).toEqual([{ id: reply.message_id, body: "Hello there!", model: "fake", messageId: null }]);
   });
 
   test("with auto_send the reply is sent and message_id is the sent message", async () => {
     const d = await deps(listModel("On its way."));
     const reply = await generateReply(d, { phone: "+14155550123", context: turns, autoSend: true });
     expect(reply.sent).toBe(true);
-    const sent = await d.storage.messages.get(reply.id);
+    const sent = await d.storage.messages.get(reply.message_id);
     expect(sent).toMatchObject({ body: "On its way.", direction: "outbound", status: "delivered" });
-    expect((await d.generations())[0]?.messageId).toBe(reply.id);
+    expect((await d.generations())[0]?.messageId).toBe(reply.message_id);
   });
 
   test("no generator: SERVICE_UNAVAILABLE naming OPENAI_API_KEY", async () => {

@@ -1,7 +1,8 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { AppError } from "../../src/errors";
 import { beginIdempotent, checkIdempotencyKey, fingerprint, IDEMPOTENCY_TTL_MS, runIdempotent } from "../../src/messages/idempotency";
-import { sendMessage, sentAnswer, type MessagingDeps } from "../../src/messages/service";
+import { sendAnswer } from "../../src/messages/records";
+import { sendAnswered, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import type { NetworkDriver } from "../../src/network/driver";
 import { clockDialects, dialects, quietLog, rejectionOf, storages, type TestDialect } from "./helpers";
 
@@ -40,8 +41,8 @@ function setups(dialect: TestDialect) {
     const net = controllableNetwork();
     const deps: MessagingDeps = { storage, network: net.driver, log: quietLog };
     const send = (key: string, message: string) =>
-      runIdempotent(storage, { scope: "key:a", key }, fingerprint("send", { phone: "+14155550123", message }), 60_000, async (claim) =>
-        sentAnswer(await sendMessage(deps, { phone: "+14155550123", message }, claim && { claim, answer: sentAnswer })),
+      runIdempotent(storage, { scope: "key:a", key }, fingerprint("send", { phone: "+14155550123", message }), 60_000, (claim) =>
+        sendAnswered(deps, { phone: "+14155550123", message }, claim),
       quietLog);
     const begin = (claim: { scope: string; key: string }, print: string, lockMs: number) => beginIdempotent(storage, claim, print, lockMs);
     return { storage, deps, net, clock, send, begin };
@@ -110,9 +111,9 @@ describe.each(dialects)("idempotency keys on $name", (dialect) => {
     const { deps, begin } = await setup();
     const claim = { scope: "key:a", key: "k1" };
     await begin(claim, "p", 1000);
-    const sent = await sendMessage(deps, { phone: "+14155550123", message: "hi" }, { claim, answer: sentAnswer });
+    const sent = await sendMessage(deps, { phone: "+14155550123", message: "hi" }, { claim });
     // No markDone: the process stopped right after the network answered.
-    expect(await begin(claim, "p", 1000)).toEqual({ replay: sentAnswer(sent) });
+    expect(await begin(claim, "p", 1000)).toEqual({ replay: sendAnswer(sent) });
   });
 
   test("a scheduled send is answered once stored: a request that died before remembering it replays it, even after the message went out", async () => {
@@ -120,13 +121,13 @@ describe.each(dialects)("idempotency keys on $name", (dialect) => {
     const claim = { scope: "key:a", key: "k1" };
     await begin(claim, "p", 1000);
     const sendAt = (Date.now() + 60_000) * 1000;
-    const scheduled = await sendMessage(deps, { phone: "+14155550123", message: "later", send_at: sendAt }, { claim, answer: sentAnswer });
+    const scheduled = await sendMessage(deps, { phone: "+14155550123", message: "later", send_at: sendAt }, { claim });
     expect(net.sent).toEqual([]);
     // No markDone: the process stopped right after storing it; then the message was claimed.
     expect(await storage.messages.setStatus(scheduled.id, "queued")).toBe(true);
-    expect(await begin(claim, "p", 1000)).toEqual({ replay: { ...sentAnswer(scheduled), status: "scheduled" } });
+    expect(await begin(claim, "p", 1000)).toEqual({ replay: { ...sendAnswer(scheduled), status: "scheduled" } });
     // Now remembered: answered again without a look at the message.
-    expect(await begin(claim, "p", 1000)).toEqual({ replay: { ...sentAnswer(scheduled), status: "scheduled" } });
+    expect(await begin(claim, "p", 1000)).toEqual({ replay: { ...sendAnswer(scheduled), status: "scheduled" } });
   });
 
   test("a request that died before storing anything is taken over once its lock expires", async () => {

@@ -182,8 +182,8 @@ describe.each(dialects)("on $name", (dialect) => {
       const storage = await fresh();
       const net = countingNetwork();
       const row = await schedule(storage, A, "cancel me", 1_000);
-      const record = await cancelScheduled(storage.messages, row.id);
-      expect(record).toMatchObject({ id: row.id, status: "canceled" });
+      const { message } = await cancelScheduled(storage.messages, row.id);
+      expect(message).toMatchObject({ id: row.id, status: "canceled" });
       const again = (await rejectionOf(cancelScheduled(storage.messages, row.id))) as AppError;
       expect([again.code, again.message]).toEqual(["CONFLICT", `message ${row.id} is canceled; only a scheduled message can be canceled`]);
       const unknown = (await rejectionOf(cancelScheduled(storage.messages, "nope"))) as AppError;

@@ -188,7 +188,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("an unknown phone has no messages and total 0", async () => {
       const { storage, store } = await setup();
       await receive(storage, A, 2);
-      expect(await listHistory(store, { phone: B, limit: 50, offset: 0 })).toEqual({ messages: [], total: 0, limit: 50, offset: 0 });
+      expect(await listHistory(store, { phone: B, limit: 50, offset: 0 })).toEqual({ success: true, messages: [], total: 0, limit: 50, offset: 0 });
     });
   });
 
@@ -229,7 +229,7 @@ describe.each(dialects)("on $name", (dialect) => {
       fromA.push(...(await receive(storage, A, 1, "a2")));
       const poll = await pollInbound(store, { phone: A, limit: 100 });
       expect(poll.messages.map((m) => m.id)).toEqual(fromA.map((m) => m.id));
-      expect(await pollInbound(store, { phone: "+61412345678", limit: 100 })).toEqual({ messages: [], count: 0, has_more: false });
+      expect(await pollInbound(store, { phone: "+61412345678", limit: 100 })).toEqual({ success: true, messages: [], count: 0, has_more: false });
     });
 
     test("polling consumes nothing: the same poll answers the same messages", async () => {

@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { TRPCError } from "@trpc/server";
 import { createApp } from "../../src/app";
+import { failureOf } from "../../src/api/errors";
 import { restOperations, type RestOperation } from "../../src/api/rest";
 import { createAppRouter } from "../../src/api/router";
 import type { Context } from "../../src/api/trpc";
@@ -33,11 +34,13 @@ function op(method: string, path: string): RestOperation {
   return found;
 }
 
+/** The path's parameters, as the HTTP edge's one match gives them. */
+const params = (o: RestOperation, path: string) => o.pattern.exec(path)?.groups ?? {};
 const context = (): Context => ({ app, req: new Request("http://127.0.0.1/"), ip: "127.0.0.1", peer: "127.0.0.1", requestId: "r", responseHeaders: {}, keyId: "env:0" });
 const get = (path: string, query = "") =>
-  op("GET", path).call({ ctx: context(), path, body: undefined, query: new URLSearchParams(query), signal: new AbortController().signal });
+  op("GET", path).call({ ctx: context(), params: params(op("GET", path), path), body: undefined, query: new URLSearchParams(query), signal: new AbortController().signal });
 const post = (path: string, body: unknown) =>
-  op("POST", path).call({ ctx: context(), path, body, query: new URLSearchParams(), signal: new AbortController().signal });
+  op("POST", path).call({ ctx: context(), params: params(op("POST", path), path), body, query: new URLSearchParams(), signal: new AbortController().signal });
 
 describe("REST operations", () => {
   test("are the document's routes, in the router's order (poll and scheduled before history)", () => {
@@ -82,7 +85,7 @@ describe("REST operations", () => {
     const before = walks();
     const poll = built.find((o) => o.pattern.test("/api/messages/poll"))!;
     for (let i = 0; i < 3; i++) {
-      await poll.call({ ctx: context(), path: "/api/messages/poll", body: undefined, query: new URLSearchParams(), signal: new AbortController().signal });
+      await poll.call({ ctx: context(), params: {}, body: undefined, query: new URLSearchParams(), signal: new AbortController().signal });
     }
     expect(walks()).toBe(before);
   });
@@ -116,9 +119,10 @@ describe("REST operations", () => {
     expect(JSON.stringify((err as TRPCError).cause)).toContain("phone");
   });
 
-  test("answer the middleware's errors as TRPCErrors (no key: UNAUTHORIZED)", async () => {
+  test("answer the middleware's errors as TRPCErrors, mapped by the one map (no key: UNAUTHORIZED)", async () => {
     const ctx = { ...context(), keyId: undefined };
-    const err = await rejectionOf(op("GET", "/api/messages/poll").call({ ctx, path: "/api/messages/poll", body: undefined, query: new URLSearchParams(), signal: new AbortController().signal }));
-    expect((err as TRPCError).code).toBe("UNAUTHORIZED");
+    const err = await rejectionOf(op("GET", "/api/messages/poll").call({ ctx, params: {}, body: undefined, query: new URLSearchParams(), signal: new AbortController().signal }));
+    expect(err).toBeInstanceOf(TRPCError);
+    expect(failureOf(err).body.code).toBe("UNAUTHORIZED");
   });
 });

@@ -11,9 +11,9 @@ import {
   sendOutput,
 } from "../../messages/schemas";
 import { cancelScheduled, listScheduled } from "../../messages/scheduled";
-import { listHistory, pollInbound, sendMessage, sentAnswer } from "../../messages/service";
+import { listHistory, pollInbound, sendAnswered } from "../../messages/service";
 import { generateInput, generateOutput } from "../../generator/schemas";
-import { generateReply, generatedAnswer } from "../../generator/service";
+import { generateReply } from "../../generator/service";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
 import { authedProcedure, documentedOnly, router } from "../trpc";
@@ -53,11 +53,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(sendInput(maxMessageLength))
       .output(sendOutput)
-      .mutation(({ ctx, input }) =>
-        idempotentMutation(ctx, "send", input, SEND_LOCK_MS, async (claim) =>
-          sentAnswer(await sendMessage(ctx.app, input, claim && { claim, answer: sentAnswer })),
-        ),
-      ),
+      .mutation(({ ctx, input }) => idempotentMutation(ctx, "send", input, SEND_LOCK_MS, (claim) => sendAnswered(ctx.app, input, claim))),
 
     // Declared before history: the first route that matches wins (src/api/rest.ts keeps this order).
     poll: authedProcedure
@@ -75,7 +71,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(pollInput)
       .output(documentedOnly(pollOutput))
-      .query(async ({ ctx, input }) => ({ success: true, ...(await pollInbound(ctx.app.storage.messages, input)) })),
+      .query(({ ctx, input }) => pollInbound(ctx.app.storage.messages, input)),
 
     // Declared before history, as poll is.
     scheduled: authedProcedure
@@ -92,7 +88,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(scheduledInput)
       .output(documentedOnly(scheduledOutput))
-      .query(async ({ ctx, input }) => ({ success: true, ...(await listScheduled(ctx.app.storage.messages, input)) })),
+      .query(({ ctx, input }) => listScheduled(ctx.app.storage.messages, input)),
 
     cancel: authedProcedure
       .meta({
@@ -113,7 +109,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(messageIdInput)
       .output(canceledOutput)
-      .mutation(async ({ ctx, input }) => ({ success: true, message: await cancelScheduled(ctx.app.storage.messages, input.id) })),
+      .mutation(({ ctx, input }) => cancelScheduled(ctx.app.storage.messages, input.id)),
 
     history: authedProcedure
       .meta({
@@ -129,7 +125,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(historyInput)
       .output(documentedOnly(historyOutput))
-      .query(async ({ ctx, input }) => ({ success: true, ...(await listHistory(ctx.app.storage.messages, input)) })),
+      .query(({ ctx, input }) => listHistory(ctx.app.storage.messages, input)),
 
     generate: authedProcedure
       .meta({
@@ -155,8 +151,6 @@ export const messagesRouter = (maxMessageLength: number) =>
       .mutation(({ ctx, input, signal }) => {
         const { auto_send, ...request } = input;
         const lockMs = ctx.app.config.GENERATOR_TIMEOUT_MS + SEND_LOCK_MS;
-        return idempotentMutation(ctx, "generate", input, lockMs, async (claim) =>
-          generatedAnswer(await generateReply(ctx.app, { ...request, autoSend: auto_send === true }, { signal, claim })),
-        );
+        return idempotentMutation(ctx, "generate", input, lockMs, (claim) => generateReply(ctx.app, { ...request, autoSend: auto_send === true }, { signal, claim }));
       }),
   });

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { inboundInput } from "../../messages/schemas";
-import { storeInbound } from "../../messages/network-events";
-import { repliedMessage } from "../../messages/service";
+import { receiveLoopback } from "../../messages/network-events";
 import { authedProcedure, router } from "../trpc";
 
 const inboundOutput = z.object({ success: z.boolean(), message_id: z.string(), timestamp: z.string() });
@@ -23,22 +22,5 @@ export const webhooksRouter = (maxMessageLength: number) =>
       })
       .input(inboundInput(maxMessageLength))
       .output(inboundOutput)
-      .mutation(async ({ ctx, input }) => {
-        const { app } = ctx;
-        const replyTo = input.reply_to === undefined ? undefined : (await repliedMessage(app.storage.messages, input.phone, input.reply_to)).id;
-        const { record } = await storeInbound(
-          app.storage,
-          "loopback",
-          {
-            phone: input.phone,
-            message: input.message ?? "",
-            ...(input.id ? { networkId: input.id } : {}),
-            ...(input.media ? { media: input.media.map((m) => ({ url: m.url })) } : {}),
-            ...(replyTo ? { replyTo } : {}),
-          },
-          app.log,
-          app.media,
-        );
-        return { success: true, message_id: record.id, timestamp: record.timestamp };
-      }),
+      .mutation(({ ctx, input }) => receiveLoopback(ctx.app, input)),
   });
