@@ -110,7 +110,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(await dialect.rows(storage, "SELECT id FROM generations")).toEqual([]);
       // Without auto_send it is only text: written, not sent.
       const reply = await generateReply(gdeps, { phone: A, context: [{ role: "user", content: "hi" }] });
-      expect(reply).toMatchObject({ text: "never", sent: false });
+      expect(reply).toMatchObject({ generated_message: "never", sent: false });
     });
 
     test("the network's own opt-out (RecipientOptedOut): the message stays failed, the contact is opted out, FORBIDDEN", async () => {
