@@ -23,21 +23,14 @@ export const messages = pgTable(
     body: text("body").notNull(),
     direction: text("direction", { enum: MESSAGE_DIRECTIONS }).notNull(),
     status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
-    /** Microseconds since the epoch, from `message_clock`: unique and strictly increasing in commit order. */
     timestamp: time("timestamp").notNull(),
     network: text("network").notNull(),
-    /** The network's own id for this message, used to deduplicate webhooks. */
     networkId: text("network_id"),
     error: text("error"),
-    /** Microseconds since the epoch. */
     updatedAt: time("updated_at").notNull(),
-    /** Inbound only: STOP, START or HELP when the network classed the text as such a keyword. */
     optOutType: text("opt_out_type", { enum: OPT_OUT_TYPES }),
-    /** The id of our message this one answers (a threaded reply); no foreign key: an id the network names may be gone. */
     replyTo: text("reply_to"),
-    /** Scheduled messages only: when to send it (ms since the epoch). */
     sendAt: time("send_at"),
-    /** Rows in `media` of this message, so pages read media only for the rows that have some. */
     mediaCount: integer("media_count").notNull().default(0),
   },
   (t) => [
@@ -56,19 +49,14 @@ export const messages = pgTable(
 export const media = pgTable(
   "media",
   {
-    /** `med_` + 32 hex digits. */
     id: text("id").primaryKey(),
     messageId: text("message_id")
       .notNull()
       .references(() => messages.id, { onDelete: "cascade" }),
-    /** 0 to 9: the order of the message's files. */
     position: integer("position").notNull(),
     contentType: text("content_type").notNull(),
-    /** Bytes. */
     size: integer("size").notNull(),
-    /** Where the bytes are in the media store. */
     storeKey: text("store_key").notNull(),
-    /** ms since the epoch. */
     createdAt: time("created_at").notNull(),
   },
   (t) => [uniqueIndex("media_message_position_uq").on(t.messageId, t.position)],
@@ -84,7 +72,6 @@ export const messageClock = pgTable(
   "message_clock",
   {
     id: boolean("id").primaryKey().default(true),
-    /** The last timestamp given out (µs since the epoch). */
     t: time("t").notNull(),
   },
   (t) => [check("message_clock_one_row", sql`${t.id}`)],
@@ -94,11 +81,8 @@ export const apiKeys = pgTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
-    /** Unique among keys in use; a revoked key's name may be given to a new key. */
     name: text("name").notNull(),
-    /** SHA-256 of the key, hex. The key itself is never stored. */
     hash: text("hash").notNull().unique(),
-    /** The first characters of the key, to recognise it in listings. */
     prefix: text("prefix").notNull(),
     createdAt: time("created_at").notNull(),
     revokedAt: time("revoked_at"),
@@ -113,9 +97,7 @@ export const apiKeys = pgTable(
 export const consoleSessions = pgTable(
   "console_sessions",
   {
-    /** SHA-256 of the cookie token, hex. */
     idHash: text("id_hash").primaryKey(),
-    /** SHA-256 of the API key signed in with, hex: checked again on every request. */
     keyHash: text("key_hash").notNull(),
     csrfToken: text("csrf_token").notNull(),
     createdAt: time("created_at").notNull(),
@@ -132,7 +114,6 @@ export const generations = pgTable("generations", {
   model: text("model").notNull(),
   language: text("language"),
   createdAt: time("created_at").notNull(),
-  /** The sent message, when the reply was sent. */
   messageId: text("message_id"),
 });
 
@@ -140,17 +121,12 @@ export const generations = pgTable("generations", {
 export const idempotencyKeys = pgTable(
   "idempotency_keys",
   {
-    /** Whose key: an API key's id, or a workflow's name. */
     scope: text("scope").notNull(),
     key: text("key").notNull(),
-    /** SHA-256 of the route and the parsed request: the same key with another body is a conflict. */
     fingerprint: text("fingerprint").notNull(),
     state: text("state", { enum: IDEMPOTENCY_STATES }).notNull(),
-    /** The answer to replay; on a pending row, the answer to give once its message is sent. */
     response: text("response"),
-    /** The message this request sends, once stored. */
     messageId: text("message_id"),
-    /** A pending row without a message may be taken over after this (its process died). */
     lockedUntil: time("locked_until").notNull(),
     createdAt: time("created_at").notNull(),
   },
@@ -160,11 +136,8 @@ export const idempotencyKeys = pgTable(
 /** One row a workflow: its poll cursor, its backoff and the lease that keeps runs from overlapping. */
 export const workflows = pgTable("workflows", {
   name: text("name").primaryKey(),
-  /** Timestamp (µs, as messages.timestamp) of the last inbound message a successful run polled. */
   cursor: time("cursor").notNull(),
-  /** Failed runs in a row. */
   failures: integer("failures").notNull().default(0),
-  /** No scheduled run before this (ms), after failures. */
   backoffUntil: time("backoff_until"),
   leaseOwner: text("lease_owner"),
   leaseUntil: time("lease_until"),
@@ -195,7 +168,6 @@ export const workflowRuns = pgTable(
     endedAt: time("ended_at"),
     status: text("status", { enum: RUN_STATUSES }).notNull(),
     error: text("error"),
-    /** Inbound messages the run polled. */
     handled: integer("handled").notNull().default(0),
   },
   (t) => [index("workflow_runs_workflow_started_idx").on(t.workflow, t.startedAt), index("workflow_runs_started_idx").on(t.startedAt)],
@@ -208,13 +180,10 @@ export const statusReports = pgTable(
     id: text("id").primaryKey(),
     messageId: text("message_id").notNull(),
     network: text("network").notNull(),
-    /** The network's own word (Twilio's `undelivered`, …). */
     networkStatus: text("network_status").notNull(),
     status: text("status", { enum: MESSAGE_STATUSES }).notNull(),
-    /** When the network says it happened (ms), else when it arrived. */
     reportedAt: time("reported_at").notNull(),
     receivedAt: time("received_at").notNull(),
-    /** Whether it moved the message (false when out of order or after a final status). */
     applied: boolean("applied").notNull(),
     error: text("error"),
   },
@@ -239,9 +208,7 @@ export const networkState = pgTable(
 export const contacts = pgTable("contacts", {
   phone: text("phone").primaryKey(),
   messages: integer("messages").notNull(),
-  /** The contact replied STOP (or the network said it opted out); a row may exist before any message. */
   optedOut: boolean("opted_out").notNull().default(false),
-  /** When it opted out (ms); null when it has not. */
   optedOutAt: time("opted_out_at"),
 });
 
@@ -249,7 +216,6 @@ export const contacts = pgTable("contacts", {
 export const leases = pgTable("leases", {
   name: text("name").primaryKey(),
   owner: text("owner").notNull(),
-  /** ms since the epoch. */
   until: time("until").notNull(),
 });
 
@@ -257,16 +223,13 @@ export const leases = pgTable("leases", {
 export const webhookEndpoints = pgTable("webhook_endpoints", {
   id: text("id").primaryKey(),
   url: text("url").notNull(),
-  /** The event types it subscribes to; null: every type. */
   events: text("events").array().$type<EventType[]>(),
   description: text("description"),
   enabled: boolean("enabled").notNull(),
-  /** Why Textwire disabled it; null when enabled or disabled by a client. */
   disabledReason: text("disabled_reason", { enum: ENDPOINT_DISABLED_REASONS }),
   secret: text("secret").notNull(),
   previousSecret: text("previous_secret"),
   previousSecretUntil: time("previous_secret_until"),
-  /** The first failed attempt since the last success. */
   failingSince: time("failing_since"),
   createdAt: time("created_at").notNull(),
   updatedAt: time("updated_at").notNull(),
@@ -281,7 +244,6 @@ export const events = pgTable(
   {
     id: text("id").primaryKey(),
     type: text("type").$type<EventType>().notNull(),
-    /** Microseconds since the epoch, from `event_clock`: unique and strictly increasing in commit order. */
     timestamp: time("timestamp").notNull(),
     messageId: text("message_id"),
     status: text("status", { enum: MESSAGE_STATUSES }),
@@ -304,7 +266,6 @@ export const eventClock = pgTable(
   "event_clock",
   {
     id: boolean("id").primaryKey().default(true),
-    /** The last timestamp given out (µs since the epoch). */
     t: time("t").notNull(),
   },
   (t) => [check("event_clock_one_row", sql`${t.id}`)],
