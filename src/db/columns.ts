@@ -1,7 +1,4 @@
-/**
- * The values of enumerated columns, shared by every dialect's schema (src/db/sqlite/schema.ts,
- * src/db/postgres/schema.ts) so that both store the same words.
- */
+/** The values of enumerated columns (src/db/tables.ts), so that both dialects store the same words. */
 export const MESSAGE_DIRECTIONS = ["inbound", "outbound"] as const;
 export const MESSAGE_STATUSES = ["scheduled", "queued", "sent", "delivered", "failed", "canceled", "received"] as const;
 export const OPT_OUT_TYPES = ["STOP", "START", "HELP"] as const;
