@@ -172,48 +172,19 @@ export const DELIVERY_COLUMNS = `d.id, d.endpoint_id AS "endpointId", d.event_id
   d.last_status AS "lastStatus", d.last_error AS "lastError", d.last_attempt_at AS "lastAttemptAt", d.next_attempt_at AS "nextAttemptAt",
   d.created_at AS "createdAt"`;
 
-const ENDPOINT_FIELDS = {
-  id: "id",
-  url: "url",
-  events: "events",
-  description: "description",
-  enabled: "enabled",
-  disabledReason: "disabled_reason",
-  secret: "secret",
-  previousSecret: "previous_secret",
-  previousSecretUntil: "previous_secret_until",
-  failingSince: "failing_since",
-  createdAt: "created_at",
-  updatedAt: "updated_at",
-} as const satisfies Record<keyof WebhookEndpointRow, string>;
-
-/** An endpoint's columns, of the table or alias `from` (none: the table itself), named `prefix` + the port's name. */
-export function endpointColumns(from?: string, prefix = ""): string {
-  return Object.entries(ENDPOINT_FIELDS)
-    .map(([name, column]) => `${from ? `${from}.` : ""}${column} AS "${prefix}${name}"`)
-    .join(", ");
-}
+/** An endpoint's columns, of alias `e` when given, each named `prefix` + the port's name. */
+export const endpointColumns = (e = "", p = "") =>
+  `${e}id AS "${p}id", ${e}url AS "${p}url", ${e}events AS "${p}events", ${e}description AS "${p}description", ${e}enabled AS "${p}enabled",
+   ${e}disabled_reason AS "${p}disabledReason", ${e}secret AS "${p}secret", ${e}previous_secret AS "${p}previousSecret",
+   ${e}previous_secret_until AS "${p}previousSecretUntil", ${e}failing_since AS "${p}failingSince", ${e}created_at AS "${p}createdAt",
+   ${e}updated_at AS "${p}updatedAt"`;
 
 type Stored = Record<string, unknown>;
 
 export function toEndpointRow(row: Stored, prefix = ""): WebhookEndpointRow {
-  const get = (name: keyof WebhookEndpointRow) => row[prefix + name];
-  const events = get("events");
-  return {
-    id: get("id") as string,
-    url: get("url") as string,
-    // SQLite keeps a JSON array, PostgreSQL a text[].
-    events: events === null ? null : typeof events === "string" ? (JSON.parse(events) as EventType[]) : (events as EventType[]),
-    description: get("description") as string | null,
-    enabled: Boolean(get("enabled")),
-    disabledReason: get("disabledReason") as WebhookEndpointRow["disabledReason"],
-    secret: get("secret") as string,
-    previousSecret: get("previousSecret") as string | null,
-    previousSecretUntil: get("previousSecretUntil") as number | null,
-    failingSince: get("failingSince") as number | null,
-    createdAt: get("createdAt") as number,
-    updatedAt: get("updatedAt") as number,
-  };
+  const e = prefix ? Object.fromEntries(Object.entries(row).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : []))) : row;
+  // SQLite keeps a JSON array, PostgreSQL a text[].
+  return { ...e, events: typeof e.events === "string" ? JSON.parse(e.events) : e.events, enabled: Boolean(e.enabled) } as WebhookEndpointRow;
 }
 
 export function toEventRow(row: Stored): EventRow {
@@ -258,26 +229,15 @@ export function toEventRow(row: Stored): EventRow {
   };
 }
 
-export function toDeliveryRow(row: Stored): DeliveryRow {
-  return {
-    id: row.id as string,
-    endpointId: row.endpointId as string,
-    eventId: row.eventId as string,
-    eventType: row.eventType as EventType,
-    state: row.state as DeliveryRow["state"],
-    attempts: row.attempts as number,
-    lastStatus: row.lastStatus as number | null,
-    lastError: row.lastError as string | null,
-    lastAttemptAt: row.lastAttemptAt as number | null,
-    nextAttemptAt: row.nextAttemptAt as number | null,
-    createdAt: row.createdAt as number,
-  };
-}
+const DELIVERY_FIELDS = ["id", "endpointId", "eventId", "eventType", "state", "attempts", "lastStatus", "lastError", "lastAttemptAt", "nextAttemptAt", "createdAt"];
+
+/** The delivery's own fields of a row that has more (a claimed one). */
+export const toDeliveryRow = (row: Stored) => Object.fromEntries(DELIVERY_FIELDS.map((k) => [k, row[k]])) as unknown as DeliveryRow;
 
 /** The endpoint's columns' prefix in a claimed row (the delivery's and the event's own names do not clash). */
 export const CLAIMED_ENDPOINT = "endpoint_";
 
-/** A claimed delivery: DELIVERY_COLUMNS, endpointColumns("e", CLAIMED_ENDPOINT) and EVENT_COLUMNS of one row. */
+/** A claimed delivery: DELIVERY_COLUMNS, endpointColumns("e.", CLAIMED_ENDPOINT) and EVENT_COLUMNS of one row. */
 export function toClaimedDelivery(row: Stored): ClaimedDelivery {
   return { delivery: toDeliveryRow(row), endpoint: toEndpointRow(row, CLAIMED_ENDPOINT), event: toEventRow(row) };
 }
@@ -288,7 +248,7 @@ export const NEW_SERIES = `state = 'pending', attempts = 0, next_attempt_at = {n
 /** Pending, due and not leased (or its lease expired), of alias `d`. */
 export const DUE = `d.state = 'pending' AND d.next_attempt_at <= {now_ms} AND (d.lease_until IS NULL OR d.lease_until <= {now_ms})`;
 /** What a claim returns for the deliveries it leased, read from `deliveries` (as `d`). */
-export const claimed = (deliveries: string) => `SELECT ${DELIVERY_COLUMNS}, ${endpointColumns("e", CLAIMED_ENDPOINT)}, ${EVENT_COLUMNS}
+export const claimed = (deliveries: string) => `SELECT ${DELIVERY_COLUMNS}, ${endpointColumns("e.", CLAIMED_ENDPOINT)}, ${EVENT_COLUMNS}
   FROM ${deliveries} d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id ${EVENT_JOINS}`;
 
 const createEndpoint = sql(

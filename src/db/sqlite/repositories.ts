@@ -93,29 +93,11 @@ type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
 
 /** The repositories on one bun:sqlite connection, every statement prepared once; `clock` counts microseconds. */
 export function sqliteRepositories(sqlite: Database, clock: () => number): SyncRepositories {
-  const { prepare, bind } = statements(sqlite, clock);
-  const q = {
-    newest: prepare(newest),
-    byNetworkId: prepare(byNetworkId),
-    insertRow: prepare(insertRow),
-    insertMedia: prepare(insertMedia),
-    historyRows: prepare(historyRows),
-    historyTotal: prepare(historyTotal),
-    scheduledRows: prepare(scheduledRows),
-    scheduledTotal: prepare(scheduledTotal),
-    conversations: prepare(conversations),
-    anyDueScheduled: prepare(anyDueScheduled),
-    claimScheduled: prepare(claimScheduled),
-    decisionRow: prepare(decisionRow),
-    messageStatus: prepare(messageStatus),
-    lease: prepare(lease),
-    anyDueDelivery: prepare(anyDueDelivery),
-    leased: prepare(leased),
-    retryNow: prepare(retryNow),
-    deliveryById: prepare(deliveryById),
-    purgeDeliveries: prepare(purgeDeliveries),
-    purgeEvents: prepare(purgeEvents),
-  };
+  const { prepareAll, bind } = statements(sqlite, clock);
+  const q = prepareAll({ newest, byNetworkId, insertRow, insertMedia, historyRows, historyTotal, scheduledRows, scheduledTotal, conversations });
+  const due = prepareAll({ anyDueScheduled, claimScheduled });
+  const keys = prepareAll({ decisionRow, messageStatus });
+  const hooks = prepareAll({ lease, anyDueDelivery, leased, retryNow, deliveryById, purgeDeliveries, purgeEvents });
   const markChecked = bind({ markCheckedOnce }).markCheckedOnce;
 
   /**
@@ -145,14 +127,14 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
     total: q.scheduledTotal.get()?.n ?? 0,
   }));
   const claim = sqlite.transaction((owner: string, leaseMs: number, limit: number, perEndpoint: number, skip: readonly string[]) => {
-    const ids = q.lease.all({ owner, leaseMs, limit, perEndpoint, skip }).map((r) => r.id);
-    return ids.length === 0 ? [] : q.leased.all({ ids }).map(toClaimedDelivery);
+    const ids = hooks.lease.all({ owner, leaseMs, limit, perEndpoint, skip }).map((r) => r.id);
+    return ids.length === 0 ? [] : hooks.leased.all({ ids }).map(toClaimedDelivery);
   });
   const retry = sqlite.transaction((endpointId: string, id: string) => {
-    const found = q.retryNow.get({ endpointId, id });
-    return found ? toDeliveryRow(q.deliveryById.get({ id: found.id })!) : undefined;
+    const found = hooks.retryNow.get({ endpointId, id });
+    return found ? toDeliveryRow(hooks.deliveryById.get({ id: found.id })!) : undefined;
   });
-  const purge = sqlite.transaction((ageMs: number) => ({ deliveries: q.purgeDeliveries.run({ ageMs }), events: q.purgeEvents.run({ ageMs }) }));
+  const purge = sqlite.transaction((ageMs: number) => ({ deliveries: hooks.purgeDeliveries.run({ ageMs }), events: hooks.purgeEvents.run({ ageMs }) }));
 
   return {
     messages: {
@@ -163,14 +145,14 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
       scheduled: (limit, offset) => scheduled(limit, offset),
       conversations: ({ search, limit }) => q.conversations.all({ search: search ?? null, limit }).map((r) => ({ ...r, optedOut: r.optedOut === 1 })),
       markChecked: (ids) => void (ids.length > 0 && markChecked(ids)),
-      claimDueScheduled: (limit) => (q.anyDueScheduled.get() ? q.claimScheduled.all({ limit }).sort(bySendAt) : []),
+      claimDueScheduled: (limit) => (due.anyDueScheduled.get() ? due.claimScheduled.all({ limit }).sort(bySendAt) : []),
     },
     contacts: bind(contacts),
     idempotency: {
       ...bind(idempotency),
       lockForDecision(claim, ttlMs) {
-        const found = q.decisionRow.get({ scope: claim.scope, key: claim.key, ttlMs });
-        return found && decision(found, found.messageId === null ? undefined : q.messageStatus.get({ id: found.messageId })?.status);
+        const found = keys.decisionRow.get({ scope: claim.scope, key: claim.key, ttlMs });
+        return found && decision(found, found.messageId === null ? undefined : keys.messageStatus.get({ id: found.messageId })?.status);
       },
     },
     workflows: bind(workflows),
@@ -182,7 +164,7 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
     webhooks: {
       ...bind(webhooks),
       claimDue: (owner, leaseMs, limit, perEndpoint, skip) =>
-        q.anyDueDelivery.get() ? claim.immediate(owner, leaseMs, limit, perEndpoint, skip) : [],
+        hooks.anyDueDelivery.get() ? claim.immediate(owner, leaseMs, limit, perEndpoint, skip) : [],
       retryNow: (endpointId, deliveryId) => retry.immediate(endpointId, deliveryId),
       purgeOlderThan: (ageMs) => purge.immediate(ageMs),
     },

@@ -35,6 +35,10 @@ export function statements(sqlite: Database, clock: () => number) {
     return prepared;
   }
 
+  /** Each of `named` prepared, under its name. */
+  const prepareAll = <T extends Record<string, Sql<unknown>>>(named: T) =>
+    Object.fromEntries(Object.entries(named).map(([name, s]) => [name, prepare(s)])) as { [K in keyof T]: Prepared<NonNullable<T[K]["row"]>> };
+
   /** Declared methods (src/db/sql.ts) as synchronous ones. */
   function bind<D extends Record<string, Method<never, unknown>>>(methods: D): Bound<D, true> {
     const out: Record<string, (...args: unknown[]) => unknown> = {};
@@ -49,5 +53,5 @@ export function statements(sqlite: Database, clock: () => number) {
     return out as Bound<D, true>;
   }
 
-  return { prepare, bind };
+  return { prepareAll, bind };
 }
