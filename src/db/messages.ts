@@ -77,6 +77,8 @@ export interface NewStatusReport {
   error: string | null;
 }
 
+export type StatusPatch = { networkId?: string | null; error?: string | null };
+
 export interface MessageRepository {
   /**
    * Stores a message with the next timestamp of the one clock: max(the clock, the newest
@@ -92,7 +94,7 @@ export interface MessageRepository {
    * allows it from its current status, and sets `updatedAt`; `networkId` and `error` are set
    * when given. False when the rule refused or no such message exists.
    */
-  setStatus(id: string, status: MessageStatus, patch?: { networkId?: string | null; error?: string | null }): Promise<boolean>;
+  setStatus(id: string, status: MessageStatus, patch?: StatusPatch): Promise<boolean>;
 
   get(id: string): Promise<MessageRow | undefined>;
   byNetworkId(network: string, direction: MessageDirection, networkId: string): Promise<MessageRow | undefined>;
@@ -231,7 +233,7 @@ const cancel = sql<MessageRow>(
 );
 const newest = sql<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
 
-/** The methods both dialects run alike; the rest (the clock and insert, claims, snapshots) are in each dialect's messages.ts. */
+/** The methods both dialects run alike; the rest (the clock and insert, claims, snapshots) each dialect runs its way. */
 export const messages = declare<MessageRepository>()({
   get: get(byId, (id) => ({ id })),
   byNetworkId: get(byNetworkId, (network, direction, networkId) => ({ network, direction, networkId })),
@@ -246,17 +248,11 @@ export const messages = declare<MessageRepository>()({
   cancelScheduled: get(cancel, (id) => ({ id })),
   recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),
   newestTimestamp: get(newest, () => ({}), (r) => Number(r?.ts ?? 0)),
+  markChecked: run(markChecked, (ids) => ({ ids })),
+  mediaOf: all(mediaOf, (ids) => ({ ids }), (rows) => groupBy(rows, (m) => m.messageId)),
+  setStatus: run(
+    (_id: string, status: MessageStatus, _patch?: StatusPatch) => moveStatus[status],
+    (id: string, _status: MessageStatus, patch: StatusPatch = {}) => ({ id, networkId: patch.networkId ?? null, error: patch.error ?? null }),
+    (n) => n > 0,
+  ),
 });
-
-/** markChecked, setStatus and mediaOf as declarations, for the dialects that run them as one plain statement. */
-export const markCheckedOnce = run(markChecked, (ids: string[]) => ({ ids }));
-export const setStatusOnce = run(
-  (_id: string, status: MessageStatus) => moveStatus[status],
-  (id: string, _status: MessageStatus, patch: { networkId?: string | null; error?: string | null } = {}) => ({
-    id,
-    networkId: patch.networkId ?? null,
-    error: patch.error ?? null,
-  }),
-  (n) => n > 0,
-);
-export const mediaOfOnce = all(mediaOf, (ids: readonly string[]) => ({ ids }), (rows) => groupBy(rows, (m) => m.messageId));

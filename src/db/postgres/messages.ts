@@ -1,23 +1,7 @@
 import { MESSAGE_STATUSES } from "../columns";
 import { statusesBefore, type MessageStatus } from "../domain";
-import {
-  byNetworkId,
-  bySendAt,
-  historyPage,
-  markCheckedOnce,
-  mediaOfOnce,
-  messages,
-  moveStatus,
-  newRow,
-  record,
-  row,
-  scheduledPage,
-  type ConversationRow,
-  type MessageRepository,
-  type MessageRow,
-  type NewMessage,
-  type RecordRow,
-} from "../messages";
+import { byNetworkId, bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
+import type { ConversationRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../messages";
 import { PG_NOW_MS, PG_NOW_US, sql } from "../sql";
 import { bind, prepare, type Run, type Statement } from "./sql";
 
@@ -126,7 +110,6 @@ const moveStatuses: Statement = {
 /** The statuses a move to each status may start from, as moveStatuses takes them. */
 const ALLOWED = Object.fromEntries(MESSAGE_STATUSES.map((to) => [to, statusesBefore(to).join(",")])) as Record<MessageStatus, string>;
 type Move = { id: string; status: MessageStatus; networkId: string | null; error: string | null };
-const moveOneStatus = Object.fromEntries(MESSAGE_STATUSES.map((to) => [to, prepare(moveStatus[to])])) as Record<MessageStatus, ReturnType<typeof prepare>>;
 const getByNetworkId = prepare(byNetworkId);
 
 type Stored = { row: MessageRow; created: boolean };
@@ -138,6 +121,7 @@ type Stored = { row: MessageRow; created: boolean };
  * clock lets one inserting transaction commit at a time.
  */
 export function postgresMessages(run: Run, batch = false): MessageRepository {
+  const shared = bind(run, messages);
   const byNetwork = async (network: string, direction: string, networkId: string) =>
     (await getByNetworkId(run, { network, direction, networkId })).rows[0] as MessageRow | undefined;
 
@@ -183,7 +167,7 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
   async function move(moves: Move[]): Promise<boolean[]> {
     if (moves.length === 1) {
       const [m] = moves as [Move];
-      return [(await moveOneStatus[m.status](run, m)).count === 1];
+      return [await shared.setStatus(m.id, m.status, m)];
     }
     // In id order, so two processes' batches lock their rows in one order.
     const sorted = moves.toSorted((a, b) => (a.id < b.id ? -1 : 1));
@@ -194,7 +178,6 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
   }
   const moveOne = batch ? batched(move, (m) => m.id) : async (m: Move) => (await move([m]))[0]!;
 
-  const shared = bind(run, { ...messages, markChecked: markCheckedOnce, mediaOf: mediaOfOnce });
   return {
     ...shared,
     insert: batch ? batched(store) : async (message) => (await store([message]))[0]!,
@@ -204,9 +187,6 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
     scheduled: async (limit, offset) => paged(await scheduled(run, { limit, offset })),
     conversations: async ({ search, limit }) => (await conversations(run, { search: search ?? null, limit })).rows,
     claimDueScheduled: async (limit) => (await claimDue(run, { limit })).rows.sort(bySendAt),
-    async markChecked(ids) {
-      if (ids.length > 0) await shared.markChecked(ids);
-    },
   };
 }
 

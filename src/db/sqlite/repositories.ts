@@ -4,23 +4,8 @@ import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
-import {
-  byNetworkId,
-  bySendAt,
-  historyPage,
-  markCheckedOnce,
-  mediaOfOnce,
-  messages,
-  newRow,
-  record,
-  row,
-  scheduledPage,
-  setStatusOnce,
-  type ConversationRow,
-  type MessageRow,
-  type NewMessage,
-  type RecordRow,
-} from "../messages";
+import { byNetworkId, bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
+import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
 import { networkState } from "../network-state";
 import type { Repositories } from "../port";
 import { sessions } from "../sessions";
@@ -98,7 +83,6 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
   const due = prepareAll({ anyDueScheduled, claimScheduled });
   const keys = prepareAll({ decisionRow, messageStatus });
   const hooks = prepareAll({ lease, anyDueDelivery, leased, retryNow, deliveryById, purgeDeliveries, purgeEvents });
-  const markChecked = bind({ markCheckedOnce }).markCheckedOnce;
 
   /**
    * One clock for all messages: after every stored timestamp, at least 1 µs apart, taken
@@ -139,12 +123,10 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
   return {
     messages: {
       ...bind(messages),
-      ...bind({ setStatus: setStatusOnce, mediaOf: mediaOfOnce }),
       insert: (message) => insert.immediate(message),
       history: (phone, limit, offset) => history(phone, limit, offset),
       scheduled: (limit, offset) => scheduled(limit, offset),
       conversations: ({ search, limit }) => q.conversations.all({ search: search ?? null, limit }).map((r) => ({ ...r, optedOut: r.optedOut === 1 })),
-      markChecked: (ids) => void (ids.length > 0 && markChecked(ids)),
       claimDueScheduled: (limit) => (due.anyDueScheduled.get() ? due.claimScheduled.all({ limit }).sort(bySendAt) : []),
     },
     contacts: bind(contacts),
