@@ -34,31 +34,24 @@ export interface IdempotencyDecisionRow extends IdempotencyRow {
 export interface IdempotencyRepository {
   /** One statement (INSERT … ON CONFLICT DO NOTHING): a pending row locked for `lockMs`; true when this call inserted it. */
   tryInsertPending(claim: Claim, fingerprint: string, lockMs: number): Promise<boolean>;
-
   /**
    * The key's row, locked until the transaction ends (PostgreSQL: FOR UPDATE; SQLite's
    * write transaction holds every row), with its message's status. Call inside `transaction`.
    */
   lockForDecision(claim: Claim, ttlMs: number): Promise<IdempotencyDecisionRow | undefined>;
-
   /**
    * Takes the key over for a new attempt: no message, no answer, locked for `lockMs`. With
    * `fresh` (the old record outlived its TTL), it starts over as a new request: that fingerprint, pending, created now.
    */
   retake(claim: Claim, lockMs: number, fresh?: { fingerprint: string }): Promise<void>;
-
   /** Links the key to its stored message and the answer (JSON) it will give; call in the message's transaction. */
   attach(claim: Claim, messageId: string, response: string): Promise<void>;
-
   /** The request is answered: `done`, with the answer (JSON) to replay. */
   markDone(claim: Claim, response: string): Promise<void>;
-
   /** Ends the key's lock now (its send's outcome is unknown; the record answers retries). */
   unlock(claim: Claim): Promise<void>;
-
   /** One statement: forgets the key if it is still pending (its request failed). */
   release(claim: Claim): Promise<void>;
-
   /** One statement: drops keys created more than `ttlMs` ago; returns how many. */
   purgeExpired(ttlMs: number): Promise<number>;
 }

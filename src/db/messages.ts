@@ -88,40 +88,29 @@ export interface MessageRepository {
    * Its `media` are stored with it, atomically (none when it was not created).
    */
   insert(message: NewMessage): Promise<{ row: MessageRow; created: boolean }>;
-
   /**
    * One statement: moves the message to `status` when the status rule (`statusesBefore`)
    * allows it from its current status, and sets `updatedAt`; `networkId` and `error` are set
    * when given. False when the rule refused or no such message exists.
    */
   setStatus(id: string, status: MessageStatus, patch?: StatusPatch): Promise<boolean>;
-
   get(id: string): Promise<MessageRow | undefined>;
   byNetworkId(network: string, direction: MessageDirection, networkId: string): Promise<MessageRow | undefined>;
-
   /** One contact's messages, newest first, and how many there are in all, read from one snapshot. */
   history(phone: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
-
   /** The newest message of each phone, newest first (ties by id), with its opt-out; only phones containing `search` when given. */
   conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
-
   /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. */
   inboundAfter(since: number, limit: number, phone?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
-
   /** Outbound messages of `network` not final, stored within `windowMs` and unchanged for `afterMs`, least recently checked first. */
   pendingOutbound(network: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
-
   /** Sets `updatedAt` of these messages (still not final) to now, so the next pass asks about others first. */
   markChecked(ids: string[]): Promise<void>;
-
   /** One statement: fails outbound messages `queued` for longer than `olderThanMs` with `error`, except `exceptNetwork`'s; returns how many. */
   failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<number>;
-
   /** The media of these messages, each message's by position; one without media has no entry. One query. */
   mediaOf(messageIds: readonly string[]): Promise<Map<string, MediaRow[]>>;
-
   media(id: string): Promise<MediaRow | undefined>;
-
   /**
    * One statement, safe across processes (PostgreSQL: FOR UPDATE SKIP LOCKED): moves up to
    * `limit` messages `scheduled` with `sendAt` <= now to `queued` (the status trigger writes
@@ -129,16 +118,12 @@ export interface MessageRepository {
    * On SQLite a read comes first: no write lock when nothing is due.
    */
   claimDueScheduled(limit: number): Promise<MessageRow[]>;
-
   /** One statement: a `scheduled` message becomes `canceled`. Returns it, or undefined when it is not (any more) scheduled. */
   cancelScheduled(id: string): Promise<MessageRow | undefined>;
-
   /** Messages `scheduled`, soonest `sendAt` first, and how many in all, from one snapshot. */
   scheduled(limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
-
   /** Keeps a delivery report; its `receivedAt` is now. */
   recordStatusReport(report: NewStatusReport): Promise<void>;
-
   /** The newest stored timestamp (µs), 0 when there are no messages. */
   newestTimestamp(): Promise<number>;
 }

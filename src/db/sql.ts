@@ -80,12 +80,12 @@ export interface Method<A extends unknown[], T> {
 }
 
 type Choose<A extends unknown[], R> = Sql<R> | ((...args: A) => Sql<R>);
+// Each helper's overloads are its types; the implementations take anything.
 const same = <T>(x: T) => x;
 
 /** Every row. */
 export function all<A extends unknown[], R>(statement: Choose<A, R>, params: (...args: A) => Params): Method<A, R[]>;
 export function all<A extends unknown[], R, T>(statement: Choose<A, R>, params: (...args: A) => Params, read: (rows: R[], args: A) => T): Method<A, T>;
-// The overloads above are the types.
 export function all(statement: any, params: any, read: any = same): Method<any, any> {
   return { statement, params, result: "all", read };
 }
@@ -110,12 +110,9 @@ export const count = (n: number) => n;
 
 /** A repository's methods declared once, checked against the port's interface `R`. */
 export type Declared<R> = { [K in keyof R]?: R[K] extends (...args: infer A) => Promise<infer T> ? Method<A, T> : never };
-export const declare =
-  <R>() =>
-  <D extends Declared<R>>(methods: D): D =>
-    methods;
+export const declare = <R>() => <D extends Declared<R>>(methods: D): D => methods;
 
-/** What a dialect makes of declarations `D`: `Answer<T>` is T on SQLite, Promise<T> on PostgreSQL. */
+/** What a dialect makes of declarations `D`: methods answering T (SQLite, before its gate) or Promise<T> (PostgreSQL). */
 export type Bound<D, Sync extends boolean> = {
   [K in keyof D]: D[K] extends Method<infer A, infer T> ? (...args: A) => Sync extends true ? T : Promise<T> : never;
 };

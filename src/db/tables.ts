@@ -1,14 +1,5 @@
 import { sql } from "drizzle-orm";
-import {
-  DELIVERY_STATES,
-  ENDPOINT_DISABLED_REASONS,
-  IDEMPOTENCY_STATES,
-  MESSAGE_DIRECTIONS,
-  MESSAGE_STATUSES,
-  OPT_OUT_TYPES,
-  RUN_STATUSES,
-  RUN_TRIGGERS,
-} from "./columns";
+import { DELIVERY_STATES, ENDPOINT_DISABLED_REASONS, IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, MESSAGE_STATUSES, OPT_OUT_TYPES, RUN_STATUSES, RUN_TRIGGERS } from "./columns";
 
 // Loosely typed: each dialect's Drizzle builders have types of their own.
 type Any = any;
@@ -18,17 +9,9 @@ type Builder = (...args: Any[]) => Any;
  * A dialect's Drizzle builders: `time` is a µs or ms time (µs for messages' `timestamp` and
  * `updated_at`, a workflow's cursor and events' `timestamp`; ms elsewhere), `list` a list of texts.
  */
-export interface Core {
+export type Core = Record<"text" | "integer" | "time" | "bool" | "list" | "index" | "uniqueIndex" | "primaryKey", Builder> & {
   table: (name: string, columns: Record<string, Any>, extra?: (t: Record<string, Any>) => Any[]) => Any;
-  text: Builder;
-  integer: Builder;
-  time: Builder;
-  bool: Builder;
-  list: Builder;
-  index: Builder;
-  uniqueIndex: Builder;
-  primaryKey: Builder;
-}
+};
 
 /**
  * The tables of both dialects, declared once over each one's builders

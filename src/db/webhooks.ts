@@ -1,7 +1,7 @@
 import type { EventType, MessageStatus } from "./domain";
-import type { MessageDirection, RecordRow } from "./messages";
+import type { RecordRow } from "./messages";
 import { all, changed, declare, get, page, run, sql } from "./sql";
-import type { RunStatus, RunTrigger, WorkflowRunRow } from "./workflows";
+import type { WorkflowRunRow } from "./workflows";
 
 /**
  * An event as stored. Events are written by the database itself in the transaction of
@@ -106,13 +106,10 @@ export interface WebhookRepository {
   deleteEndpoint(id: string): Promise<boolean>;
   /** New secret; the current one becomes `previousSecret` until `keepPreviousMs` from now. */
   rotateSecret(id: string, secret: string, keepPreviousMs: number): Promise<WebhookEndpointRow | undefined>;
-
   /** Events with `timestamp > since`, oldest first, at most `limit`, of `type` when given; `hasMore` when more follow. */
   events(since: number, limit: number, type?: EventType): Promise<{ rows: EventRow[]; hasMore: boolean }>;
-
   /** An endpoint's deliveries, newest first (by creation), of `state` when given. */
   deliveries(endpointId: string, limit: number, state?: DeliveryState): Promise<DeliveryRow[]>;
-
   /**
    * One statement per delivery, safe across processes (PostgreSQL: FOR UPDATE SKIP LOCKED):
    * leases to `owner` for `leaseMs` up to `limit` deliveries that are pending, due and not
@@ -120,35 +117,28 @@ export interface WebhookRepository {
    * `perEndpoint` of any one endpoint, earliest due first; with their endpoint and event.
    */
   claimDue(owner: string, leaseMs: number, limit: number, perEndpoint: number, skipEndpoints: readonly string[]): Promise<ClaimedDelivery[]>;
-
   /**
    * One statement: records an attempt's outcome on a delivery `owner` still leases
    * (attempts + 1, last status, error and attempt time, the new state, the next attempt
    * from `retryInMs`, the lease let go). False when the lease was lost: nothing changes.
    */
   recordAttempt(deliveryId: string, owner: string, outcome: AttemptOutcome): Promise<boolean>;
-
   /** One statement: the endpoint's last attempt succeeded: `failingSince` cleared. */
   markSucceeding(endpointId: string): Promise<void>;
-
   /**
    * One statement: the endpoint's last attempt failed: `failingSince` set to now unless set.
    * When it was set more than `disableAfterMs` ago, the endpoint is disabled (`failing`); true then.
    */
   markFailing(endpointId: string, disableAfterMs: number): Promise<boolean>;
-
   /** One statement: disables the endpoint with that reason. */
   disableEndpoint(endpointId: string, reason: "gone" | "failing"): Promise<void>;
-
   /**
    * Queues again, for this endpoint, every event with `timestamp > since` of the types it
    * subscribes to: each delivery (new or existing) pending, due now, a new series, unleased. Returns how many.
    */
   replay(endpointId: string, since: number): Promise<number>;
-
   /** One delivery of that endpoint pending, due now, a new series; undefined when there is none. */
   retryNow(endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined>;
-
   /**
    * One statement each: deletes deliveries not pending whose last change is older than
    * `ageMs`, then events older than `ageMs` that no delivery refers to any more. Returns how many of each.
@@ -181,52 +171,27 @@ export const endpointColumns = (e = "", p = "") =>
 
 type Stored = Record<string, unknown>;
 
+/** The columns named `prefix` + a field, under the field's name (`messagePhone`: `phone`, `endpoint_url`: `url`). */
+function fields(row: Stored, prefix: string): Stored {
+  const found = Object.entries(row).filter(([k]) => k.startsWith(prefix) && k.length > prefix.length);
+  return Object.fromEntries(found.map(([k, v]) => [k[prefix.length]!.toLowerCase() + k.slice(prefix.length + 1), v]));
+}
+
 export function toEndpointRow(row: Stored, prefix = ""): WebhookEndpointRow {
-  const e = prefix ? Object.fromEntries(Object.entries(row).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : []))) : row;
+  const e = prefix ? fields(row, prefix) : row;
   // SQLite keeps a JSON array, PostgreSQL a text[].
   return { ...e, events: typeof e.events === "string" ? JSON.parse(e.events) : e.events, enabled: Boolean(e.enabled) } as WebhookEndpointRow;
 }
 
+/** An event read with EVENT_COLUMNS: its message's columns are named `message…`, its run's `run…`. */
 export function toEventRow(row: Stored): EventRow {
-  const id = row.eventId as string;
-  const timestamp = row.eventTimestamp as number;
-  const type = row.eventType as EventType;
-  if (type === "workflow.run_failed") {
-    return {
-      id,
-      type,
-      timestamp,
-      run: {
-        id: row.runId as string,
-        workflow: row.runWorkflow as string,
-        trigger: row.runTrigger as RunTrigger,
-        dryRun: Boolean(row.runDryRun),
-        startedAt: row.runStartedAt as number,
-        endedAt: row.runEndedAt as number | null,
-        status: row.runStatus as RunStatus,
-        error: row.runError as string | null,
-        handled: row.runHandled as number,
-      },
-    };
+  const event = { id: row.eventId, type: row.eventType, timestamp: row.eventTimestamp };
+  if (row.eventType === "workflow.run_failed") {
+    const run = fields(row, "run");
+    return { ...event, run: { ...run, dryRun: Boolean(run.dryRun) } } as EventRow;
   }
-  return {
-    id,
-    type,
-    timestamp,
-    message: {
-      id: row.messageId as string,
-      phone: row.messagePhone as string,
-      body: row.messageBody as string,
-      direction: row.messageDirection as MessageDirection,
-      status: row.messageStatus as MessageStatus,
-      timestamp: row.messageTimestamp as number,
-      error: row.messageError as string | null,
-      replyTo: (row.messageReplyTo ?? null) as string | null,
-      sendAt: (row.messageSendAt ?? null) as number | null,
-      mediaCount: (row.messageMediaCount ?? 0) as number,
-    },
-    previousStatus: row.previousStatus as MessageStatus | null,
-  };
+  const message = fields(row, "message");
+  return { ...event, message: { ...message, mediaCount: message.mediaCount ?? 0 }, previousStatus: row.previousStatus } as EventRow;
 }
 
 const DELIVERY_FIELDS = ["id", "endpointId", "eventId", "eventType", "state", "attempts", "lastStatus", "lastError", "lastAttemptAt", "nextAttemptAt", "createdAt"];

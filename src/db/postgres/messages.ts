@@ -1,6 +1,6 @@
 import { MESSAGE_STATUSES } from "../columns";
 import { statusesBefore, type MessageStatus } from "../domain";
-import { byNetworkId, bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
+import { bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
 import type { ConversationRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../messages";
 import { PG_NOW_MS, PG_NOW_US, sql } from "../sql";
 import { bind, prepare, type Run, type Statement } from "./sql";
@@ -42,6 +42,8 @@ const insertText = (withMedia: boolean) =>
    }
    SELECT id, timestamp FROM stored`;
 const insert: Statement = { name: "messages.insert", text: insertText(false) };
+/** The fields of a new message in the order of the insert's arrays $1…$11. */
+const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt"] as const;
 /** The same with the messages' media, stored only for the messages stored (a known network id stores neither). */
 const insertWithMedia: Statement = { name: "messages.insertWithMedia", text: insertText(true) };
 /** The most messages one insert statement carries. */
@@ -110,7 +112,6 @@ const moveStatuses: Statement = {
 /** The statuses a move to each status may start from, as moveStatuses takes them. */
 const ALLOWED = Object.fromEntries(MESSAGE_STATUSES.map((to) => [to, statusesBefore(to).join(",")])) as Record<MessageStatus, string>;
 type Move = { id: string; status: MessageStatus; networkId: string | null; error: string | null };
-const getByNetworkId = prepare(byNetworkId);
 
 type Stored = { row: MessageRow; created: boolean };
 
@@ -122,23 +123,10 @@ type Stored = { row: MessageRow; created: boolean };
  */
 export function postgresMessages(run: Run, batch = false): MessageRepository {
   const shared = bind(run, messages);
-  const byNetwork = async (network: string, direction: string, networkId: string) =>
-    (await getByNetworkId(run, { network, direction, networkId })).rows[0] as MessageRow | undefined;
 
   async function store(messages: NewMessage[]): Promise<Stored[]> {
-    const column = <T>(pick: (m: NewMessage) => T | null | undefined) => messages.map((m) => pick(m) ?? null);
     const values: unknown[] = [
-      column((m) => m.id),
-      column((m) => m.phone),
-      column((m) => m.body),
-      column((m) => m.direction),
-      column((m) => m.status),
-      column((m) => m.network),
-      column((m) => m.networkId),
-      column((m) => m.error),
-      column((m) => m.optOutType),
-      column((m) => m.replyTo),
-      column((m) => m.sendAt),
+      ...INSERTED.map((key) => messages.map((m) => m[key] ?? null)),
       messages.map((m) => m.media?.length ?? 0),
       messages.length,
     ];
@@ -154,7 +142,7 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
         const timestamp = stamps.get(message.id);
         if (timestamp === undefined) {
           // Only a network id can conflict (ids are unique, timestamps come from the clock).
-          const existing = await byNetwork(message.network, message.direction, message.networkId!);
+          const existing = await shared.byNetworkId(message.network, message.direction, message.networkId!);
           if (!existing) throw new Error("messages.insert: a conflicting message vanished");
           return { row: existing, created: false };
         }
