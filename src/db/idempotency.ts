@@ -1,5 +1,5 @@
 import type { MessageStatus } from "./domain";
-import { count, declare, get, run, sql } from "./sql";
+import { count, declare, run, sql } from "./sql";
 
 /** One request's hold on an idempotency key: whose key (an API key's id, a workflow) and the key. */
 export interface Claim {

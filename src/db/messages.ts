@@ -81,11 +81,9 @@ export type StatusPatch = { networkId?: string | null; error?: string | null };
 
 export interface MessageRepository {
   /**
-   * Stores a message with the next timestamp of the one clock: max(the clock, the newest
-   * stored timestamp + 1 µs), taken under a lock held to commit, so timestamps increase in
-   * commit order. With a `networkId` already stored for this network and direction (a
-   * unique constraint decides), stores nothing and returns the stored row, `created: false`.
-   * Its `media` are stored with it, atomically (none when it was not created).
+   * Stores a message with the next timestamp of the one clock (max(the clock, the newest + 1 µs),
+   * under a lock held to commit), and its `media` with it. With a `networkId` already stored for
+   * this network and direction (a unique constraint decides), stores nothing: the stored row, `created: false`.
    */
   insert(message: NewMessage): Promise<{ row: MessageRow; created: boolean }>;
   /**
@@ -178,7 +176,7 @@ const inboundFromAfter = sql<RecordRow>(
   `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
 );
 /** One statement a target status: the status rule decides which statuses may move to it. */
-export const moveStatus = Object.fromEntries(
+const moveStatus = Object.fromEntries(
   MESSAGE_STATUSES.map((to) => [
     to,
     sql(
@@ -216,7 +214,7 @@ const cancel = sql<MessageRow>(
   "messages.cancelScheduled",
   `UPDATE messages SET status = 'canceled', updated_at = {now_us} WHERE id = $id AND status = 'scheduled' RETURNING ${ROW}`,
 );
-const newest = sql<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
+export const newest = sql<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
 
 /** The methods both dialects run alike; the rest (the clock and insert, claims, snapshots) each dialect runs its way. */
 export const messages = declare<MessageRepository>()({

@@ -4,12 +4,9 @@ import { all, changed, declare, get, page, run, sql } from "./sql";
 import type { WorkflowRunRow } from "./workflows";
 
 /**
- * An event as stored. Events are written by the database itself in the transaction of
- * the change they report (triggers in the migrations): an inbound message stored
- * (`message.received`), an outbound message's status moved by an applied update
- * (`message.status_updated`), a real (not dry) workflow run ended as `error` or `timeout`
- * (`workflow.run_failed`). The same trigger queues a delivery for every enabled endpoint
- * subscribed to the type.
+ * An event as stored, written by the migrations' triggers in the transaction of the change
+ * it reports (an inbound message, an applied status move, a real run that failed), which
+ * also queue a delivery for every enabled endpoint subscribed to its type.
  */
 export type EventRow =
   | {
@@ -98,10 +95,7 @@ export interface WebhookRepository {
    * Changes what is given. `enabled: true` also clears `disabledReason` and `failingSince`;
    * `enabled: false` sets `disabledReason` to null (a client's choice). Undefined when there is no such endpoint.
    */
-  updateEndpoint(
-    id: string,
-    patch: Partial<Pick<WebhookEndpointRow, "url" | "events" | "description" | "enabled">>,
-  ): Promise<WebhookEndpointRow | undefined>;
+  updateEndpoint(id: string, patch: Partial<Pick<WebhookEndpointRow, "url" | "events" | "description" | "enabled">>): Promise<WebhookEndpointRow | undefined>;
   /** Deletes the endpoint and its deliveries; false when there is none. */
   deleteEndpoint(id: string): Promise<boolean>;
   /** New secret; the current one becomes `previousSecret` until `keepPreviousMs` from now. */
@@ -147,10 +141,10 @@ export interface WebhookRepository {
 }
 
 /** What an event `ev` reports, joined to it: its message `m` or its run `r`. */
-export const EVENT_JOINS = `LEFT JOIN messages m ON m.id = ev.message_id LEFT JOIN workflow_runs r ON r.id = ev.run_id`;
+const EVENT_JOINS = `LEFT JOIN messages m ON m.id = ev.message_id LEFT JOIN workflow_runs r ON r.id = ev.run_id`;
 
 /** An event with its message (as it was at the event: status and error from the event) or its run. */
-export const EVENT_COLUMNS = `ev.id AS "eventId", ev.type AS "eventType", ev.timestamp AS "eventTimestamp", ev.previous_status AS "previousStatus",
+const EVENT_COLUMNS = `ev.id AS "eventId", ev.type AS "eventType", ev.timestamp AS "eventTimestamp", ev.previous_status AS "previousStatus",
   ev.message_id AS "messageId", m.phone AS "messagePhone", m.body AS "messageBody", m.direction AS "messageDirection",
   ev.status AS "messageStatus", m.timestamp AS "messageTimestamp", ev.error AS "messageError",
   m.reply_to AS "messageReplyTo", m.send_at AS "messageSendAt", m.media_count AS "messageMediaCount",
@@ -163,7 +157,7 @@ export const DELIVERY_COLUMNS = `d.id, d.endpoint_id AS "endpointId", d.event_id
   d.created_at AS "createdAt"`;
 
 /** An endpoint's columns, of alias `e` when given, each named `prefix` + the port's name. */
-export const endpointColumns = (e = "", p = "") =>
+const endpointColumns = (e = "", p = "") =>
   `${e}id AS "${p}id", ${e}url AS "${p}url", ${e}events AS "${p}events", ${e}description AS "${p}description", ${e}enabled AS "${p}enabled",
    ${e}disabled_reason AS "${p}disabledReason", ${e}secret AS "${p}secret", ${e}previous_secret AS "${p}previousSecret",
    ${e}previous_secret_until AS "${p}previousSecretUntil", ${e}failing_since AS "${p}failingSince", ${e}created_at AS "${p}createdAt",
@@ -177,14 +171,14 @@ function fields(row: Stored, prefix: string): Stored {
   return Object.fromEntries(found.map(([k, v]) => [k[prefix.length]!.toLowerCase() + k.slice(prefix.length + 1), v]));
 }
 
-export function toEndpointRow(row: Stored, prefix = ""): WebhookEndpointRow {
+function toEndpointRow(row: Stored, prefix = ""): WebhookEndpointRow {
   const e = prefix ? fields(row, prefix) : row;
   // SQLite keeps a JSON array, PostgreSQL a text[].
   return { ...e, events: typeof e.events === "string" ? JSON.parse(e.events) : e.events, enabled: Boolean(e.enabled) } as WebhookEndpointRow;
 }
 
 /** An event read with EVENT_COLUMNS: its message's columns are named `message…`, its run's `run…`. */
-export function toEventRow(row: Stored): EventRow {
+function toEventRow(row: Stored): EventRow {
   const event = { id: row.eventId, type: row.eventType, timestamp: row.eventTimestamp };
   if (row.eventType === "workflow.run_failed") {
     const run = fields(row, "run");
@@ -200,7 +194,7 @@ const DELIVERY_FIELDS = ["id", "endpointId", "eventId", "eventType", "state", "a
 export const toDeliveryRow = (row: Stored) => Object.fromEntries(DELIVERY_FIELDS.map((k) => [k, row[k]])) as unknown as DeliveryRow;
 
 /** The endpoint's columns' prefix in a claimed row (the delivery's and the event's own names do not clash). */
-export const CLAIMED_ENDPOINT = "endpoint_";
+const CLAIMED_ENDPOINT = "endpoint_";
 
 /** A claimed delivery: DELIVERY_COLUMNS, endpointColumns("e.", CLAIMED_ENDPOINT) and EVENT_COLUMNS of one row. */
 export function toClaimedDelivery(row: Stored): ClaimedDelivery {

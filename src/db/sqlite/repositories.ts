@@ -4,7 +4,7 @@ import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
-import { byNetworkId, bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
+import { byNetworkId, bySendAt, historyPage, messages, newest, newRow, record, row, scheduledPage } from "../messages";
 import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
 import { networkState } from "../network-state";
 import type { Repositories } from "../port";
@@ -18,7 +18,6 @@ import { statements } from "./statements";
 // What only SQLite runs: the process clock for message timestamps, snapshots as read
 // transactions, claims as a read then an update under the write lock.
 
-const newest = sql<{ ts: number | null }>("", "SELECT max(timestamp) AS ts FROM messages");
 const insertRow = sql(
   "",
   `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count)
