@@ -1,7 +1,7 @@
 /**
  * The floor's store on PostgreSQL (test/bench/floor.ts): raw `pg`, a Pool, named prepared
  * statements read as arrays, and per call the round trips of src/db/postgres/messages.ts
- * and src/db/postgres/api-keys.ts, no more. Inserts and status moves are batched as
+ * and src/db/api-keys.ts, no more. Inserts and status moves are batched as
  * Textwire batches them outside a transaction (its `batched`): those that arrive while one
  * statement is being written go together in the next (up to 200), one move of
  * `message_clock` (inserts) or of `event_clock` (status events) for all of them.
@@ -10,7 +10,7 @@ import { batched } from "../../src/db/postgres/messages";
 import { openPostgres } from "../../src/db/postgres/open";
 import type { FloorStore, MediaValues, RecordValues } from "./floor";
 
-/** The database's clock in µs, read when evaluated (src/db/postgres/sql.ts NOW_US). */
+/** The database's clock in µs, read when evaluated (src/db/sql.ts PG_NOW_US). */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
 const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at";
 

@@ -1,7 +1,7 @@
 /**
  * The floor's store on SQLite (test/bench/floor.ts): bun:sqlite prepared statements with
  * positional parameters, rows read as arrays (`.values()`), and per call the statements of
- * src/db/sqlite/messages.ts and src/db/sqlite/api-keys.ts, no more.
+ * src/db/sqlite/repositories.ts and src/db/api-keys.ts, no more.
  */
 import { openSqlite } from "../../src/db/sqlite/open";
 import { microClock } from "../../src/vocabulary/time";

@@ -2,7 +2,7 @@
  * The floor: the smallest honest implementation of Textwire's four hot routes, written
  * only to be measured against (`bun run bench`). Raw Bun.serve, no framework, and per
  * request the same database work as Textwire (src/messages/service.ts on the repositories
- * src/db/sqlite/messages.ts and src/db/postgres/messages.ts) and no more:
+ * src/db/sqlite/repositories.ts and src/db/postgres/messages.ts) and no more:
  *
  *   POST /api/send            refused when the contact opted out (a read of `contacts`), insert
  *                             `queued` (timestamp by the clock rule), the loopback network
@@ -18,7 +18,7 @@
  *
  * - a file or `:memory:`: test/bench/floor-sqlite.ts, bun:sqlite prepared statements read
  *   with `.values()`, the same pragmas (WAL, synchronous=NORMAL, busy_timeout) and SQL as
- *   src/db/sqlite/messages.ts: an insert under BEGIN IMMEDIATE with max(timestamp) + 1 vs
+ *   src/db/sqlite/repositories.ts: an insert under BEGIN IMMEDIATE with max(timestamp) + 1 vs
  *   the wall clock, the history page and total in one read transaction.
  * - postgres:// or postgresql://: test/bench/floor-postgres.ts, raw `pg` (a Pool of
  *   DATABASE_POOL_SIZE, default 10, named prepared statements read as arrays) with the SQL

@@ -1,21 +1,40 @@
 import type pg from "pg";
+import { forPostgres, type Bound, type Method, type Params, type Row, type Sql } from "../sql";
 
-/**
- * A named SQL statement: pg prepares it once per connection and reuses the plan. `R` is
- * the row it returns, under the port's names (quoted aliases keep their case).
- */
-export interface Statement<R extends pg.QueryResultRow = pg.QueryResultRow> {
+/** A named statement: pg prepares it once per connection and reuses the plan. */
+export interface Statement {
   readonly name: string;
   readonly text: string;
-  readonly row?: R;
 }
 
-export const statement = <R extends pg.QueryResultRow = pg.QueryResultRow>(name: string, text: string): Statement<R> => ({ name, text });
-
 /** Runs a statement on the pool (one statement, autocommit) or on a transaction's connection. */
-export type Run = <R extends pg.QueryResultRow>(statement: Statement<R>, values: unknown[]) => Promise<pg.QueryResult<R>>;
+export type Run = (statement: Statement, values: unknown[]) => Promise<pg.QueryResult>;
 
-/** The database's clock, in milliseconds since the epoch (the time of the statement's transaction). */
-export const NOW_MS = `floor(extract(epoch FROM now()) * 1000)::bigint`;
-/** The database's clock, in microseconds since the epoch, read when evaluated. */
-export const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
+const compiled = new Map<Sql<unknown>, ReturnType<typeof forPostgres>>();
+
+/** A statement written once (src/db/sql.ts) as pg runs it, its parameters given by name. */
+export function prepare<R = Row>(statement: Sql<R>) {
+  let c = compiled.get(statement);
+  if (!c) compiled.set(statement, (c = forPostgres(statement)));
+  const { names } = c;
+  const named = c;
+  return async (run: Run, params: Params = {}) => {
+    const result = await run(named, names.map((n) => params[n]));
+    return { rows: result.rows as R[], count: result.rowCount ?? 0 };
+  };
+}
+
+/** Declared methods (src/db/sql.ts) as async ones on `run`. */
+export function bind<D extends Record<string, Method<never, unknown>>>(run: Run, methods: D): Bound<D, false> {
+  const out: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
+  for (const [name, m] of Object.entries(methods) as [string, Method<unknown[], unknown>][]) {
+    const fixed = typeof m.statement === "function" ? undefined : prepare(m.statement);
+    const read = m.read as (result: unknown, args: unknown[]) => unknown;
+    out[name] = async (...args) => {
+      const exec = fixed ?? prepare((m.statement as (...a: unknown[]) => Sql<unknown>)(...args));
+      const { rows, count } = await exec(run, m.params(...args));
+      return read(m.result === "all" ? rows : m.result === "get" ? rows[0] : count, args);
+    };
+  }
+  return out as Bound<D, false>;
+}

@@ -1,34 +1,11 @@
 import type pg from "pg";
-import type { Repositories, Storage } from "../port";
-import { postgresApiKeys } from "./api-keys";
-import { postgresContacts } from "./contacts";
-import { postgresGenerations } from "./generations";
-import { postgresIdempotency } from "./idempotency";
-import { postgresLeases } from "./leases";
-import { postgresMessages } from "./messages";
-import { postgresNetworkState } from "./network-state";
+import type { Storage } from "../port";
 import { holdConnection, openPostgres, postgresTakesWrite } from "./open";
-import { postgresSessions } from "./sessions";
-import type { Run } from "./sql";
-import { postgresWebhooks } from "./webhooks";
-import { postgresWorkflows } from "./workflows";
+import { postgresRepositories as repositories } from "./repositories";
 
 export interface PostgresStorage extends Storage {
   readonly pool: pg.Pool;
 }
-
-const repositories = (run: Run, batchInserts = false): Repositories => ({
-  messages: postgresMessages(run, batchInserts),
-  contacts: postgresContacts(run),
-  idempotency: postgresIdempotency(run),
-  workflows: postgresWorkflows(run),
-  leases: postgresLeases(run),
-  apiKeys: postgresApiKeys(run),
-  sessions: postgresSessions(run),
-  generations: postgresGenerations(run),
-  networkState: postgresNetworkState(run),
-  webhooks: postgresWebhooks(run),
-});
 
 /**
  * The storage on PostgreSQL: a pool of `poolSize` connections, migrated and checked for

@@ -91,6 +91,3 @@ export function inTransaction<R extends object>(repository: Sync<R>, open: () =>
   }
   return out as R;
 }
-
-/** A port row type as bun:sqlite bindings (an interface has no index signature; this copy does). */
-export type Bindings<T> = { [K in keyof T]: T[K] };

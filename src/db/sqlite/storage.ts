@@ -1,18 +1,9 @@
 import type { Database } from "bun:sqlite";
 import { microClock } from "../../vocabulary/time";
 import type { Repositories, Storage } from "../port";
-import { sqliteApiKeys } from "./api-keys";
-import { sqliteContacts } from "./contacts";
 import { BUSY_LIMIT_MS, Gate, gated, inTransaction, whileBusy, type Sync } from "./gate";
-import { sqliteGenerations } from "./generations";
-import { sqliteIdempotency } from "./idempotency";
-import { sqliteLeases } from "./leases";
-import { sqliteMessages } from "./messages";
-import { sqliteNetworkState } from "./network-state";
 import { openChecker, openSqlite, probeWrite, takesWrite } from "./open";
-import { sqliteSessions } from "./sessions";
-import { sqliteWebhooks } from "./webhooks";
-import { sqliteWorkflows } from "./workflows";
+import { sqliteRepositories } from "./repositories";
 
 export interface SqliteOptions {
   /**
@@ -42,19 +33,7 @@ type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
 export function openSqliteStorage(url: string, opts: SqliteOptions = {}): SqliteStorage {
   const sqlite = openSqlite(url);
   const clock = opts.clock ?? microClock;
-  const ms = () => Math.floor(clock() / 1000);
-  const repositories: SyncRepositories = {
-    messages: sqliteMessages(sqlite, clock),
-    contacts: sqliteContacts(sqlite, ms),
-    idempotency: sqliteIdempotency(sqlite, ms),
-    workflows: sqliteWorkflows(sqlite, ms),
-    leases: sqliteLeases(sqlite, ms),
-    apiKeys: sqliteApiKeys(sqlite, ms),
-    sessions: sqliteSessions(sqlite, ms),
-    generations: sqliteGenerations(sqlite),
-    networkState: sqliteNetworkState(sqlite),
-    webhooks: sqliteWebhooks(sqlite, ms),
-  };
+  const repositories: SyncRepositories = sqliteRepositories(sqlite, clock);
   const gate = new Gate();
   let open = false;
   const isOpen = () => open;

@@ -1,0 +1,241 @@
+import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../vocabulary/message-status";
+import type { OptOutType, PendingMessage } from "../vocabulary/messages";
+import { all, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
+
+export type MessageDirection = "inbound" | "outbound";
+
+export interface MessageRow {
+  id: string;
+  phone: string;
+  body: string;
+  direction: MessageDirection;
+  status: MessageStatus;
+  /** µs; unique and strictly increasing in commit order. */
+  timestamp: number;
+  network: string;
+  /** The network's own id for this message: unique per network and direction. */
+  networkId: string | null;
+  error: string | null;
+  /** µs. */
+  updatedAt: number;
+  /** Inbound only: the keyword class the network recognised. */
+  optOutType: OptOutType | null;
+  /** The id of our message this one answers (a threaded reply). */
+  replyTo: string | null;
+  /** `scheduled` messages: when to send it. */
+  sendAt: number | null;
+  /** How many media rows the message has: pages read media only for rows with some. */
+  mediaCount: number;
+}
+
+/** What a message record shows (pages read only these columns). */
+export type RecordRow = Pick<
+  MessageRow,
+  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount"
+>;
+
+/** A conversation as listed: its newest message and whether the contact opted out. */
+export type ConversationRow = RecordRow & { optedOut: boolean };
+
+/** One file of a message; the bytes are in the media store under `storeKey`. */
+export interface MediaRow {
+  /** `med_` + 32 hex digits. */
+  id: string;
+  messageId: string;
+  /** 0 to 9: the file's place among the message's. */
+  position: number;
+  contentType: string;
+  /** Bytes. */
+  size: number;
+  storeKey: string;
+  createdAt: number;
+}
+
+/** A file to store with its message: its position is its place in `NewMessage.media`, its time now. */
+export type NewMedia = Pick<MediaRow, "id" | "contentType" | "size" | "storeKey">;
+
+/** A message to store; the storage gives it its timestamp, `updatedAt` and `mediaCount`. `sendAt` goes with `scheduled`. */
+export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount"> & {
+  error?: string | null;
+  optOutType?: OptOutType | null;
+  replyTo?: string | null;
+  sendAt?: number | null;
+  /** Stored with the message, in the same transaction, in this order (at most 10). */
+  media?: readonly NewMedia[];
+};
+
+/** A delivery report as kept, with whether it moved the message. */
+export interface NewStatusReport {
+  messageId: string;
+  network: string;
+  /** The network's own word (Twilio's `undelivered`, …). */
+  networkStatus: string;
+  status: MessageStatus;
+  /** When the network says it happened. */
+  reportedAt: number;
+  applied: boolean;
+  error: string | null;
+}
+
+export type StatusPatch = { networkId?: string | null; error?: string | null };
+
+export interface MessageRepository {
+  /**
+   * Stores a message with the next timestamp of the one clock (max(the clock, the newest + 1 µs),
+   * under a lock held to commit), and its `media` with it. With a `networkId` already stored for
+   * this network and direction (a unique constraint decides), stores nothing: the stored row, `created: false`.
+   */
+  insert(message: NewMessage): Promise<{ row: MessageRow; created: boolean }>;
+  /**
+   * One statement: moves the message to `status` when the status rule (`statusesBefore`)
+   * allows it from its current status, and sets `updatedAt`; `networkId` and `error` are set
+   * when given. False when the rule refused or no such message exists.
+   */
+  setStatus(id: string, status: MessageStatus, patch?: StatusPatch): Promise<boolean>;
+  get(id: string): Promise<MessageRow | undefined>;
+  byNetworkId(network: string, direction: MessageDirection, networkId: string): Promise<MessageRow | undefined>;
+  /** One contact's messages, newest first, and how many there are in all, read from one snapshot. */
+  history(phone: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+  /** The newest message of each phone, newest first (ties by id), with its opt-out; only phones containing `search` when given. */
+  conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
+  /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. */
+  inboundAfter(since: number, limit: number, phone?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
+  /** Outbound messages of `network` not final, stored within `windowMs` and unchanged for `afterMs`, least recently checked first. */
+  pendingOutbound(network: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
+  /** Sets `updatedAt` of these messages (still not final) to now, so the next pass asks about others first. */
+  markChecked(ids: string[]): Promise<void>;
+  /** One statement: fails outbound messages `queued` for longer than `olderThanMs` with `error`, except `exceptNetwork`'s; returns how many. */
+  failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<number>;
+  /** The media of these messages, each message's by position; one without media has no entry. One query. */
+  mediaOf(messageIds: readonly string[]): Promise<Map<string, MediaRow[]>>;
+  media(id: string): Promise<MediaRow | undefined>;
+  /**
+   * One statement, safe across processes (PostgreSQL: FOR UPDATE SKIP LOCKED): moves up to
+   * `limit` messages `scheduled` with `sendAt` <= now to `queued` (the status trigger writes
+   * their events) and returns them, soonest first. The caller that moved a message sends it.
+   * On SQLite a read comes first: no write lock when nothing is due.
+   */
+  claimDueScheduled(limit: number): Promise<MessageRow[]>;
+  /** One statement: a `scheduled` message becomes `canceled`. Returns it, or undefined when it is not (any more) scheduled. */
+  cancelScheduled(id: string): Promise<MessageRow | undefined>;
+  /** Messages `scheduled`, soonest `sendAt` first, and how many in all, from one snapshot. */
+  scheduled(limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+  /** Keeps a delivery report; its `receivedAt` is now. */
+  recordStatusReport(report: NewStatusReport): Promise<void>;
+  /** The newest stored timestamp (µs), 0 when there are no messages. */
+  newestTimestamp(): Promise<number>;
+}
+
+/** The row a new message is stored as. */
+export function newRow(message: NewMessage, timestamp: number): MessageRow {
+  return {
+    id: message.id,
+    phone: message.phone,
+    body: message.body,
+    direction: message.direction,
+    status: message.status,
+    timestamp,
+    network: message.network,
+    networkId: message.networkId,
+    error: message.error ?? null,
+    updatedAt: timestamp,
+    optOutType: message.optOutType ?? null,
+    replyTo: message.replyTo ?? null,
+    sendAt: message.sendAt ?? null,
+    mediaCount: message.media?.length ?? 0,
+  };
+}
+
+/** Soonest `sendAt` first, then in the order they were stored (RETURNING gives no order). */
+export const bySendAt = (a: MessageRow, b: MessageRow) => (a.sendAt ?? 0) - (b.sendAt ?? 0) || a.timestamp - b.timestamp;
+
+/** The columns of a message row (of alias `m` when given) under their port names. */
+export const row = (m = "") =>
+  `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}network, ${m}network_id AS "networkId", ${m}error,
+   ${m}updated_at AS "updatedAt", ${m}opt_out_type AS "optOutType", ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount"`;
+const ROW = row();
+/** What a message record shows (pages read only these: fewer columns, faster pages), of alias `m` when given. */
+export const record = (m = "") =>
+  `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}error, ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount"`;
+const RECORD = record();
+const MEDIA = `id, message_id AS "messageId", position, content_type AS "contentType", size, store_key AS "storeKey", created_at AS "createdAt"`;
+
+export const byId = sql<MessageRow>("messages.get", `SELECT ${ROW} FROM messages WHERE id = $id`);
+export const byNetworkId = sql<MessageRow>(
+  "messages.byNetworkId",
+  `SELECT ${ROW} FROM messages WHERE network = $network AND direction = $direction AND network_id = $networkId`,
+);
+export const historyPage = `SELECT ${RECORD} FROM messages WHERE phone = $phone ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`;
+export const scheduledPage = `SELECT ${RECORD} FROM messages WHERE status = 'scheduled' ORDER BY send_at, timestamp LIMIT $limit OFFSET $offset`;
+const inboundAfter = sql<RecordRow>(
+  "messages.inboundAfter",
+  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
+);
+const inboundFromAfter = sql<RecordRow>(
+  "messages.inboundFromAfter",
+  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
+);
+/** One statement a target status: the status rule decides which statuses may move to it. */
+const moveStatus = Object.fromEntries(
+  MESSAGE_STATUSES.map((to) => [
+    to,
+    sql(
+      `messages.setStatus.${to}`,
+      `UPDATE messages SET status = '${to}', updated_at = {now_us}, network_id = coalesce($networkId, network_id), error = coalesce($error, error)
+       WHERE id = $id AND status IN (${statusesBefore(to).map((st) => `'${st}'`).join(", ") || "NULL"})`,
+    ),
+  ]),
+) as Record<MessageStatus, Sql>;
+const pendingOutbound = sql<PendingMessage>(
+  "messages.pendingOutbound",
+  // createdAt: milliseconds, as networks count time.
+  `SELECT id, phone, body AS text, network_id AS "networkId", status, timestamp / 1000 AS "createdAt" FROM messages
+   WHERE timestamp > {now_us} - $windowMs::bigint * 1000 AND direction = 'outbound' AND network = $network AND status IN ('queued', 'sent')
+     AND updated_at < {now_us} - $afterMs::bigint * 1000
+   ORDER BY updated_at ASC LIMIT $limit`,
+);
+const markChecked = sql(
+  "messages.markChecked",
+  `UPDATE messages SET updated_at = {now_us} WHERE id = ANY($ids::text[]) AND status IN ('queued', 'sent')`,
+);
+const failStale = sql(
+  "messages.failStaleQueued",
+  `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
+   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND ($except::text IS NULL OR network <> $except)`,
+);
+const insertReport = sql(
+  "messages.insertReport",
+  `INSERT INTO status_reports (id, message_id, network, network_status, status, reported_at, received_at, applied, error)
+   VALUES ($id, $messageId, $network, $networkStatus, $status, $reportedAt, {now_ms}, $applied::boolean, $error)`,
+);
+const mediaOf = sql<MediaRow>("messages.mediaOf", `SELECT ${MEDIA} FROM media WHERE message_id = ANY($ids::text[]) ORDER BY message_id, position`);
+const mediaById = sql<MediaRow>("messages.media", `SELECT ${MEDIA} FROM media WHERE id = $id`);
+const cancel = sql<MessageRow>(
+  "messages.cancelScheduled",
+  `UPDATE messages SET status = 'canceled', updated_at = {now_us} WHERE id = $id AND status = 'scheduled' RETURNING ${ROW}`,
+);
+export const newest = sql<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
+
+/** The methods both dialects run alike; the rest (the clock and insert, claims, snapshots) each dialect runs its way. */
+export const messages = declare<MessageRepository>()({
+  get: get(byId, (id) => ({ id })),
+  byNetworkId: get(byNetworkId, (network, direction, networkId) => ({ network, direction, networkId })),
+  inboundAfter: all(
+    (_since: number, _limit: number, phone?: string) => (phone ? inboundFromAfter : inboundAfter),
+    (since: number, limit: number, phone?: string) => ({ since, limit: limit + 1, phone }),
+    (rows, [, limit]) => page(rows, limit),
+  ),
+  pendingOutbound: all(pendingOutbound, (network, afterMs, windowMs, limit) => ({ network, afterMs, windowMs, limit })),
+  failStaleQueued: run(failStale, (olderThanMs, error, exceptNetwork) => ({ olderThanMs, error, except: exceptNetwork ?? null }), count),
+  media: get(mediaById, (id) => ({ id })),
+  cancelScheduled: get(cancel, (id) => ({ id })),
+  recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),
+  newestTimestamp: get(newest, () => ({}), (r) => Number(r?.ts ?? 0)),
+  markChecked: run(markChecked, (ids) => ({ ids })),
+  mediaOf: all(mediaOf, (ids) => ({ ids }), (rows) => groupBy(rows, (m) => m.messageId)),
+  setStatus: run(
+    (_id: string, status: MessageStatus, _patch?: StatusPatch) => moveStatus[status],
+    (id: string, _status: MessageStatus, patch: StatusPatch = {}) => ({ id, networkId: patch.networkId ?? null, error: patch.error ?? null }),
+    (n) => n > 0,
+  ),
+});

@@ -1,0 +1,93 @@
+import { apiKeys } from "../api-keys";
+import { contacts } from "../contacts";
+import { generations } from "../generations";
+import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
+import { leases } from "../leases";
+import { networkState } from "../network-state";
+import type { Repositories } from "../port";
+import { sessions } from "../sessions";
+import { sql } from "../sql";
+import { claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
+import { workflows } from "../workflows";
+import { postgresMessages } from "./messages";
+import { bind, prepare, type Run } from "./sql";
+
+// What only PostgreSQL runs: claims with FOR UPDATE SKIP LOCKED, a retry read back in one statement.
+
+/**
+ * Up to $perEndpoint due deliveries of each enabled endpoint not skipped (its index,
+ * earliest first), the earliest $limit of those, locked without waiting: rows another
+ * claimer holds are skipped, and one it leased and committed meanwhile fails DUE when
+ * re-checked under the lock. The outer SELECT reads the leased rows from `claimed`, since it
+ * cannot see the UPDATE's effects on the table.
+ */
+const claim = prepare(
+  sql(
+    "webhooks.claimDue",
+    `WITH claimed AS (
+       UPDATE webhook_deliveries SET lease_owner = $owner, lease_until = {now_ms} + $leaseMs
+       WHERE id IN (
+         SELECT d.id FROM webhook_deliveries d
+         WHERE d.id IN (
+           SELECT c.id FROM webhook_endpoints e CROSS JOIN LATERAL (
+             SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+             WHERE d.endpoint_id = e.id AND ${DUE} ORDER BY d.next_attempt_at LIMIT $perEndpoint
+           ) c
+           WHERE e.enabled AND e.id <> ALL ($skip::text[])
+           ORDER BY c.next_attempt_at LIMIT $limit
+         ) AND ${DUE}
+         FOR UPDATE SKIP LOCKED
+       )
+       RETURNING *
+     )
+     ${claimed("claimed")}
+     ORDER BY d.next_attempt_at, ev.timestamp`,
+  ),
+);
+const retryNow = prepare(
+  sql(
+    "webhooks.retryNow",
+    `WITH d AS (UPDATE webhook_deliveries SET ${NEW_SERIES} WHERE id = $id AND endpoint_id = $endpointId RETURNING *)
+     SELECT ${DELIVERY_COLUMNS} FROM d JOIN events ev ON ev.id = d.event_id`,
+  ),
+);
+const lockDecision = prepare(decisionRow);
+const statusOf = prepare(messageStatus);
+const purgeOldDeliveries = prepare(purgeDeliveries);
+const purgeOldEvents = prepare(purgeEvents);
+
+/** The repositories on `run`: the pool's (`batch`: inserts and status moves batched) or a transaction's connection. */
+export function postgresRepositories(run: Run, batch = false): Repositories {
+  return {
+    messages: postgresMessages(run, batch),
+    contacts: bind(run, contacts),
+    idempotency: {
+      ...bind(run, idempotency),
+      async lockForDecision(claim, ttlMs) {
+        const found = (await lockDecision(run, { scope: claim.scope, key: claim.key, ttlMs })).rows[0];
+        if (!found) return undefined;
+        return decision(found, found.messageId === null ? undefined : (await statusOf(run, { id: found.messageId })).rows[0]?.status);
+      },
+    },
+    workflows: bind(run, workflows),
+    leases: bind(run, leases),
+    apiKeys: bind(run, apiKeys),
+    sessions: bind(run, sessions),
+    generations: bind(run, generations),
+    networkState: bind(run, networkState),
+    webhooks: {
+      ...bind(run, webhooks),
+      claimDue: async (owner, leaseMs, limit, perEndpoint, skip) =>
+        (await claim(run, { owner, leaseMs, limit, perEndpoint, skip })).rows.map(toClaimedDelivery),
+      async retryNow(endpointId, id) {
+        const found = (await retryNow(run, { endpointId, id })).rows[0];
+        return found ? toDeliveryRow(found) : undefined;
+      },
+      // Two statements, each atomic: a delivery purged by the first no longer keeps its event.
+      purgeOlderThan: async (ageMs) => ({
+        deliveries: (await purgeOldDeliveries(run, { ageMs })).count,
+        events: (await purgeOldEvents(run, { ageMs })).count,
+      }),
+    },
+  };
+}
