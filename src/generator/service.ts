@@ -1,8 +1,10 @@
+import { writeOrRetry } from "../background";
 import type { Config } from "../config";
 import { AppError } from "../errors";
 import type { Claim } from "../messages/idempotency";
 import { refuseOptedOut, sendMessage, type MessagingDeps } from "../messages/service";
 import { messageTextProblem } from "../messages/text";
+import { generatedAnswer } from "../messages/records";
 import { isoTime } from "../messages/time";
 import type { GenerateRequest, Generator } from "./generator";
 
@@ -10,16 +12,6 @@ export interface GeneratorDeps extends MessagingDeps {
   generator: Generator | null;
   config: Pick<Config, "MAX_MESSAGE_LENGTH">;
 }
-
-/** The answer of POST /api/generate; `message_id`: the sent message's when sent, else the stored generation's. */
-export const generatedAnswer = (text: string, messageId: string, sent: boolean, timestamp: string) => ({
-  success: true,
-  generated_message: text,
-  message_id: messageId,
-  sent,
-  timestamp,
-});
-export type GenerateAnswer = ReturnType<typeof generatedAnswer>;
 
 export const NO_GENERATOR =
   "generator not configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a local OpenAI-compatible server)";
@@ -33,7 +25,7 @@ export async function generateReply(
   deps: GeneratorDeps,
   request: GenerateRequest & { autoSend?: boolean },
   opts: { signal?: AbortSignal; claim?: Claim } = {},
-): Promise<GenerateAnswer> {
+): Promise<ReturnType<typeof generatedAnswer>> {
   if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
   // The send would be refused: no generation is paid for (the send checks again).
   if (request.autoSend) await refuseOptedOut(deps.storage, request.phone);
@@ -47,8 +39,8 @@ export async function generateReply(
   if (!request.autoSend) return generatedAnswer(text, id, false, isoTime(createdAt * 1000));
 
   // Stored with the message under the key, so a retry after a crash answers as this request would.
-  const answerFields = { generated_message: text, sent: true };
-  const sent = await sendMessage(deps, { phone: request.phone, message: text }, opts.claim && { claim: opts.claim, answerFields });
-  await deps.storage.generations.setMessage(id, sent.id);
+  const sent = await sendMessage(deps, { phone: request.phone, message: text }, opts.claim && { claim: opts.claim, generated: text });
+  // The network took it: a busy database must not fail the request (a retry would send again).
+  await writeOrRetry("linking a generation to its message", () => deps.storage.generations.setMessage(id, sent.id), deps.log);
   return generatedAnswer(text, sent.id, true, sent.timestamp);
 }

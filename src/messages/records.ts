@@ -41,6 +41,15 @@ export interface SendAnswer {
 
 export const sendAnswer = (record: MessageRecord): SendAnswer => ({ success: true, message_id: record.id, timestamp: record.timestamp, status: record.status });
 
+/** The answer of POST /api/generate; `message_id`: the sent message's when sent, else the stored generation's. */
+export const generatedAnswer = (text: string, messageId: string, sent: boolean, timestamp: string) => ({
+  success: true,
+  generated_message: text,
+  message_id: messageId,
+  sent,
+  timestamp,
+});
+
 /** The answer of GET /api/messages/{phone} and GET /api/messages/scheduled: a page and how many there are in all. */
 export const pageAnswer = (messages: MessageRecord[], total: number, limit: number, offset: number) => ({ success: true, messages, total, limit, offset });
 

@@ -7,7 +7,7 @@ import type { OptOutType } from "../vocabulary/messages";
 import type { Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import { optedOutError, optOutAction } from "./opt-out";
-import { pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
+import { generatedAnswer, pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
 
 export interface MessagingDeps {
@@ -23,10 +23,10 @@ function mediaDeps(deps: { media?: MediaDeps }): MediaDeps {
   return deps.media;
 }
 
-/** With an Idempotency-Key: its claim, and what the request's answer holds besides the send's (generate's text). */
+/** With an Idempotency-Key: its claim, and the generated text when the request is a generate (its answer is stored with the key). */
 export interface IdempotentSend {
   claim: Claim;
-  answerFields?: Record<string, unknown>;
+  generated?: string;
 }
 
 /**
@@ -104,7 +104,8 @@ export async function sendMessage(
     ({ row } = idempotent
       ? await storage.transaction(async (tx) => {
           const stored = await tx.messages.insert(message);
-          const answer = { ...sendAnswer(toRecord(stored.row, keptRows(stored.row.id))), ...idempotent.answerFields };
+          const record = toRecord(stored.row, keptRows(stored.row.id));
+          const answer = idempotent.generated === undefined ? sendAnswer(record) : generatedAnswer(idempotent.generated, record.id, true, record.timestamp);
           await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(answer));
           return stored;
         })

@@ -98,6 +98,19 @@ describe.each(dialects)("generateReply on $name", (dialect) => {
     expect((await d.generations())[0]?.messageId).toBe(reply.message_id);
   });
 
+  test("with auto_send a link that cannot be written now still answers the send, and lands later", async () => {
+    const d = await deps(listModel("On its way."));
+    const { generations } = d.storage;
+    let failures = 0;
+    const failingOnce = { ...generations, setMessage: (id: string, messageId: string) => (failures++ === 0 ? Promise.reject(new Error("database is locked")) : generations.setMessage(id, messageId)) };
+    const storage = Object.create(d.storage, { generations: { value: failingOnce } });
+    const reply = await generateReply({ ...d, storage }, { phone: "+14155550123", context: turns, autoSend: true });
+    expect(reply).toMatchObject({ sent: true, generated_message: "On its way." });
+    for (let i = 0; i < 100 && (await d.generations())[0]?.messageId == null; i++) await Bun.sleep(50);
+    expect((await d.generations())[0]?.messageId).toBe(reply.message_id);
+    expect(failures).toBe(2);
+  });
+
   test("no generator: SERVICE_UNAVAILABLE naming OPENAI_API_KEY", async () => {
     const err = await generateReply(await deps(null), { phone: "+14155550123", context: turns }).catch((e) => e);
     expect(err.code).toBe("SERVICE_UNAVAILABLE");
