@@ -255,8 +255,8 @@ export function createHttpHandler(app: App): HttpHandler {
         ctx.keyId = keyId;
         Object.assign(ctx.responseHeaders, headers);
       } catch (err) {
-        // tRPC clients read errors in tRPC's format: each procedure of the request throws it.
-        if (row.auth !== "trpc" || !(err instanceof AppError)) throw err;
+        // tRPC clients read errors in tRPC's format, a database outage's too: each procedure of the request throws it.
+        if (row.auth !== "trpc") throw err;
         ctx.authError = err;
       }
     }

@@ -18,8 +18,8 @@ export interface Context {
   responseHeaders: Record<string, string>;
   /** The API key's id, once authenticated. */
   keyId?: string;
-  /** Why authentication failed, for tRPC to answer in its own format. */
-  authError?: AppError;
+  /** Why authentication failed (an AppError, or the database's failure), for tRPC to answer in its own format. */
+  authError?: unknown;
 }
 
 /** trpc-to-openapi's meta, and the REST status of a success when it is not 200 (201 for a creation). */
@@ -48,7 +48,7 @@ export const router = t.router;
  * tRPC clients to read in tRPC's format.
  */
 const authenticated = t.middleware(({ ctx, next }) => {
-  if (ctx.authError) throw ctx.authError;
+  if (ctx.authError !== undefined) throw ctx.authError;
   if (!ctx.keyId) throw new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" });
   return next({ ctx: { keyId: ctx.keyId } });
 });
