@@ -1,5 +1,5 @@
 import type { MessageStatus } from "../vocabulary/message-status";
-import { count, declare, run, sql } from "./sql";
+import { choose, count, declare, run, sql } from "./sql";
 
 /** One request's hold on an idempotency key: whose key (an API key's id, a workflow) and the key. */
 export interface Claim {
@@ -98,7 +98,7 @@ const key = (claim: Claim) => ({ scope: claim.scope, key: claim.key });
 export const idempotency = declare<IdempotencyRepository>()({
   tryInsertPending: run(insertPending, (claim, fingerprint, lockMs) => ({ ...key(claim), fingerprint, lockMs }), (n) => n === 1),
   retake: run(
-    (_claim: Claim, _lockMs: number, fresh?: { fingerprint: string }) => (fresh ? restart : retake),
+    choose([restart, retake], (_claim: Claim, _lockMs: number, fresh?: { fingerprint: string }) => (fresh ? restart : retake)),
     (claim: Claim, lockMs: number, fresh?: { fingerprint: string }) => ({ ...key(claim), lockMs, fingerprint: fresh?.fingerprint }),
   ),
   attach: run(attach, (claim, messageId, response) => ({ ...key(claim), messageId, response })),

@@ -1,6 +1,6 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../vocabulary/message-status";
 import type { OptOutType, PendingMessage } from "../vocabulary/messages";
-import { all, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
+import { all, choose, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
 
 export type MessageDirection = "inbound" | "outbound";
 
@@ -221,7 +221,7 @@ export const messages = declare<MessageRepository>()({
   get: get(byId, (id) => ({ id })),
   byNetworkId: get(byNetworkId, (network, direction, networkId) => ({ network, direction, networkId })),
   inboundAfter: all(
-    (_since: number, _limit: number, phone?: string) => (phone ? inboundFromAfter : inboundAfter),
+    choose([inboundAfter, inboundFromAfter], (_since: number, _limit: number, phone?: string) => (phone ? inboundFromAfter : inboundAfter)),
     (since: number, limit: number, phone?: string) => ({ since, limit: limit + 1, phone }),
     (rows, [, limit]) => page(rows, limit),
   ),
@@ -234,7 +234,7 @@ export const messages = declare<MessageRepository>()({
   markChecked: run(markChecked, (ids) => ({ ids })),
   mediaOf: all(mediaOf, (ids) => ({ ids }), (rows) => groupBy(rows, (m) => m.messageId)),
   setStatus: run(
-    (_id: string, status: MessageStatus, _patch?: StatusPatch) => moveStatus[status],
+    choose(Object.values(moveStatus), (_id: string, status: MessageStatus, _patch?: StatusPatch) => moveStatus[status]),
     (id: string, _status: MessageStatus, patch: StatusPatch = {}) => ({ id, networkId: patch.networkId ?? null, error: patch.error ?? null }),
     (n) => n > 0,
   ),

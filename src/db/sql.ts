@@ -45,9 +45,12 @@ export function forSqlite(statement: Sql<unknown>): { text: string; clock: boole
     .replace(CLOCK_US, "$nowUs")
     .replace(/\{for_update\}/g, "")
     .replace(/\{random_hex\}/g, "lower(hex(randomblob(16)))")
-    .replace(/=\s*ANY\s*\(([^)]+)\)/g, "IN (SELECT value FROM json_each($1))")
-    .replace(/<>\s*ALL\s*\(([^)]+)\)/g, "NOT IN (SELECT value FROM json_each($1))")
-    .replace(/::\w+(\[\])?/g, "");
+    .replace(/=\s*ANY\s*\(([^()]+)\)/gi, "IN (SELECT value FROM json_each($1))")
+    .replace(/<>\s*ALL\s*\(([^()]+)\)/gi, "NOT IN (SELECT value FROM json_each($1))")
+    .replace(/::[A-Za-z_]\w*(\[\])?/g, "");
+  // What the rewrites above could not take (a nested call, a brace) fails at start, not on first use.
+  const left = /(=|<>)\s*(ANY|ALL)\s*\(|::|\{/i.exec(text);
+  if (left) throw new Error(`${statement.name || "a SQLite statement"}: "${left[0]}" is not translated for SQLite: ${text}`);
   return { text, clock: text.includes("$now"), lists };
 }
 
@@ -71,15 +74,24 @@ export function forPostgres(statement: Sql<unknown>): { name: string; text: stri
   return { name: statement.name, text, names };
 }
 
-/** A repository method declared once: a statement (or one chosen by the arguments), its parameters, how its answer is read. */
+/** A repository method declared once: a statement (or one chosen by the arguments, `choose`), its parameters, how its answer is read. */
 export interface Method<A extends unknown[], T> {
-  readonly statement: Sql<unknown> | { choose(...args: A): Sql<unknown> }["choose"];
+  readonly statement: Choose<A, unknown>;
   params(...args: A): Params;
   readonly result: "all" | "get" | "run";
   read(result: never, args: A): T;
 }
 
-type Choose<A extends unknown[], R> = Sql<R> | ((...args: A) => Sql<R>);
+/** A statement picked per call from a fixed set, so that each dialect compiles the whole set at start. */
+export interface Chosen<A extends unknown[], R> {
+  readonly among: readonly Sql<R>[];
+  pick(...args: A): Sql<R>;
+}
+export const choose = <A extends unknown[], R>(among: readonly Sql<R>[], pick: (...args: A) => Sql<R>): Chosen<A, R> => ({ among, pick });
+type Choose<A extends unknown[], R> = Sql<R> | Chosen<A, R>;
+
+/** Every statement a declared method may run. */
+export const statementsOf = (m: Method<never, unknown>): readonly Sql<unknown>[] => ("among" in m.statement ? m.statement.among : [m.statement]);
 // Each helper's overloads are its types; the implementations take anything.
 const same = <T>(x: T) => x;
 

@@ -1,7 +1,7 @@
 import type { EventType } from "../vocabulary/events";
 import type { MessageStatus } from "../vocabulary/message-status";
 import type { RecordRow } from "./messages";
-import { all, changed, declare, get, page, run, sql } from "./sql";
+import { all, changed, choose, declare, get, page, run, sql } from "./sql";
 import type { WorkflowRunRow } from "./workflows";
 
 /**
@@ -325,7 +325,7 @@ export const webhooks = declare<WebhookRepository>()({
   deleteEndpoint: run(deleteEndpoint, (id) => ({ id }), (n) => n > 0),
   rotateSecret: get(rotateSecret, (id, secret, keepMs) => ({ id, secret, keepMs }), endpoint),
   events: all(
-    (_since: number, _limit: number, type?: EventType) => (type ? eventsOfType : events),
+    choose([events, eventsOfType], (_since: number, _limit: number, type?: EventType) => (type ? eventsOfType : events)),
     (since: number, limit: number, type?: EventType) => ({ since, limit: limit + 1, type }),
     (rows, [, limit]) => {
       const p = page(rows, limit);

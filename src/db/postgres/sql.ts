@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { forPostgres, type Bound, type Method, type Params, type Row, type Sql } from "../sql";
+import { forPostgres, statementsOf, type Bound, type Method, type Params, type Row, type Sql } from "../sql";
 
 /** A named statement: pg prepares it once per connection and reuses the plan. */
 export interface Statement {
@@ -28,10 +28,12 @@ export function prepare<R = Row>(statement: Sql<R>) {
 export function bind<D extends Record<string, Method<never, unknown>>>(run: Run, methods: D): Bound<D, false> {
   const out: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
   for (const [name, m] of Object.entries(methods) as [string, Method<unknown[], unknown>][]) {
-    const fixed = typeof m.statement === "function" ? undefined : prepare(m.statement);
+    // Every statement the method may run is compiled now, as on SQLite.
+    const [first] = statementsOf(m).map((s) => prepare(s));
+    const { statement } = m;
     const read = m.read as (result: unknown, args: unknown[]) => unknown;
     out[name] = async (...args) => {
-      const exec = fixed ?? prepare((m.statement as (...a: unknown[]) => Sql<unknown>)(...args));
+      const exec = "among" in statement ? prepare(statement.pick(...args)) : first!;
       const { rows, count } = await exec(run, m.params(...args));
       return read(m.result === "all" ? rows : m.result === "get" ? rows[0] : count, args);
     };

@@ -1,8 +1,8 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { forSqlite, type Bound, type Method, type Params, type Sql } from "../sql";
+import { forSqlite, statementsOf, type Bound, type Method, type Params, type Sql } from "../sql";
 
 /** A statement prepared on SQLite: the caller's parameters, plus the clock's and JSON lists (src/db/sql.ts). */
-export interface Prepared<R> {
+interface Prepared<R> {
   all(params?: Params): R[];
   get(params?: Params): R | undefined;
   run(params?: Params): number;
@@ -17,7 +17,9 @@ export function statements(sqlite: Database, clock: () => number) {
     if (found) return found as Prepared<R>;
     const { text, clock: timed, lists } = forSqlite(statement);
     const s = sqlite.prepare<R, [SQLQueryBindings]>(text);
-    const bind = (params: Params = {}) => {
+    // A copy: the caller's parameters stay as given.
+    const bind = (given: Params = {}) => {
+      const params = { ...given };
       if (timed) {
         const t = clock();
         params.nowUs = t;
@@ -43,10 +45,12 @@ export function statements(sqlite: Database, clock: () => number) {
   function bind<D extends Record<string, Method<never, unknown>>>(methods: D): Bound<D, true> {
     const out: Record<string, (...args: unknown[]) => unknown> = {};
     for (const [name, m] of Object.entries(methods) as [string, Method<unknown[], unknown>][]) {
-      const fixed = typeof m.statement === "function" ? undefined : prepare(m.statement);
+      // Every statement the method may run is prepared now: one SQLite cannot take fails at start.
+      const [first] = statementsOf(m).map(prepare);
+      const { statement } = m;
       const read = m.read as (result: unknown, args: unknown[]) => unknown;
       out[name] = (...args) => {
-        const s = fixed ?? prepare((m.statement as (...a: unknown[]) => Sql<unknown>)(...args));
+        const s = "among" in statement ? prepare(statement.pick(...args)) : first!;
         return read(s[m.result](m.params(...args)), args);
       };
     }
