@@ -1,4 +1,5 @@
 import type { MessageStatus } from "../vocabulary/message-status";
+import type { IdempotencyState } from "../vocabulary/messages";
 import { choose, count, declare, run, sql } from "./sql";
 
 /** One request's hold on an idempotency key: whose key (an API key's id, a workflow) and the key. */
@@ -12,7 +13,7 @@ export interface IdempotencyRow {
   key: string;
   /** SHA-256 of the route and the parsed request. */
   fingerprint: string;
-  state: "pending" | "done";
+  state: IdempotencyState;
   /** The answer to replay (JSON text); on a pending row, the answer to give once its message is sent. */
   response: string | null;
   /** The message this request sends, once stored. */

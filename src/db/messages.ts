@@ -1,8 +1,6 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../vocabulary/message-status";
-import type { OptOutType, PendingMessage } from "../vocabulary/messages";
+import type { MessageDirection, OptOutType, PendingMessage } from "../vocabulary/messages";
 import { all, choose, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
-
-export type MessageDirection = "inbound" | "outbound";
 
 export interface MessageRow {
   id: string;

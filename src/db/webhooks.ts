@@ -1,5 +1,6 @@
 import type { EventType } from "../vocabulary/events";
 import type { MessageStatus } from "../vocabulary/message-status";
+import type { DeliveryState, EndpointDisabledReason } from "../vocabulary/webhooks";
 import type { RecordRow } from "./messages";
 import { all, changed, choose, declare, get, page, run, sql } from "./sql";
 import type { WorkflowRunRow } from "./workflows";
@@ -36,7 +37,7 @@ export interface WebhookEndpointRow {
   description: string | null;
   enabled: boolean;
   /** Why Textwire disabled it (`gone`: the endpoint answered 410; `failing`: 5 days of failures); null when enabled or disabled by a client. */
-  disabledReason: "gone" | "failing" | null;
+  disabledReason: EndpointDisabledReason | null;
   /** `whsec_…` */
   secret: string;
   /** The secret before the last rotation, still signed with until `previousSecretUntil`. */
@@ -47,8 +48,6 @@ export interface WebhookEndpointRow {
   createdAt: number;
   updatedAt: number;
 }
-
-export type DeliveryState = "pending" | "succeeded" | "failed";
 
 /** One event's delivery to one endpoint, with its attempts so far. */
 export interface DeliveryRow {
@@ -126,7 +125,7 @@ export interface WebhookRepository {
    */
   markFailing(endpointId: string, disableAfterMs: number): Promise<boolean>;
   /** One statement: disables the endpoint with that reason. */
-  disableEndpoint(endpointId: string, reason: "gone" | "failing"): Promise<void>;
+  disableEndpoint(endpointId: string, reason: EndpointDisabledReason): Promise<void>;
   /**
    * Queues again, for this endpoint, every event with `timestamp > since` of the types it
    * subscribes to: each delivery (new or existing) pending, due now, a new series, unleased. Returns how many.

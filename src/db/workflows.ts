@@ -1,3 +1,4 @@
+import type { RunStatus, RunTrigger } from "../vocabulary/workflows";
 import { changed, count, declare, get, all, run, sql } from "./sql";
 
 export interface WorkflowRow {
@@ -14,9 +15,6 @@ export interface WorkflowRow {
   leaseUntil: number | null;
   createdAt: number;
 }
-
-export type RunTrigger = "schedule" | "manual";
-export type RunStatus = "ok" | "error" | "timeout";
 
 export interface WorkflowRunRow {
   id: string;
