@@ -58,6 +58,9 @@ export type * from "./sessions";
 export type * from "./webhooks";
 export type * from "./workflows";
 
+/** How long GET /health waits for the database to take a write (it must answer within 2 s). */
+export const WRITE_CHECK_MS = 1_800;
+
 export type Dialect = "sqlite" | "postgres";
 
 export interface Repositories {
@@ -86,7 +89,7 @@ export interface Storage extends Repositories {
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
 
   /**
-   * Whether the database takes a write now (GET /health): answers within 1.8 s, false
+   * Whether the database takes a write now (GET /health): answers within WRITE_CHECK_MS, false
    * when it is read-only, locked for that long or unreachable. Never throws.
    */
   takesWrite(): Promise<boolean>;

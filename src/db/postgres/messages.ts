@@ -1,8 +1,8 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../../vocabulary/message-status";
 import { bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
 import type { ConversationRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../messages";
-import { PG_NOW_MS, PG_NOW_US, sql } from "../sql";
-import { bind, prepare, type Run, type Statement } from "./sql";
+import { PG_NOW_MS, PG_NOW_US, sql, type Sql } from "../sql";
+import { bind, prepare, type Run } from "./sql";
 
 /** RECORD as read from a subquery `m` that selected it. */
 const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m."replyTo", m."sendAt", m."mediaCount"`;
@@ -40,11 +40,11 @@ const insertText = (withMedia: boolean) =>
        : ""
    }
    SELECT id, timestamp FROM stored`;
-const insert: Statement = { name: "messages.insert", text: insertText(false) };
+const insert: Sql<unknown> = { name: "messages.insert", text: insertText(false) };
 /** The fields of a new message in the order of the insert's arrays $1…$11. */
 const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt"] as const;
 /** The same with the messages' media, stored only for the messages stored (a known network id stores neither). */
-const insertWithMedia: Statement = { name: "messages.insertWithMedia", text: insertText(true) };
+const insertWithMedia: Sql<unknown> = { name: "messages.insertWithMedia", text: insertText(true) };
 /** The most messages one insert statement carries. */
 const MAX_BATCH = 200;
 // One statement, so the page and the total (kept by a trigger, drizzle/postgres/0001_clock_and_contacts.sql)
@@ -101,7 +101,7 @@ const claimDue = prepare(
   ),
 );
 /** Status moves from several callers in one statement (outside a transaction): each row's allowed statuses given with it. */
-const moveStatuses: Statement = {
+const moveStatuses: Sql<unknown> = {
   name: "messages.setStatuses",
   text: `UPDATE messages m SET status = i.status, updated_at = ${PG_NOW_US}, network_id = coalesce(i.network_id, m.network_id), error = coalesce(i.error, m.error)
    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS i(id, status, network_id, error, allowed)

@@ -3,14 +3,13 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
 import { DatabaseError } from "../errors";
+import { WRITE_CHECK_MS } from "../port";
 
 const MIGRATIONS = resolve(import.meta.dir, "../../../drizzle/postgres");
 /** The advisory lock every process takes to apply migrations (any number unique to Textwire). */
 const MIGRATION_LOCK = 7_465_787_477;
 /** How long a process waits for a connection before it reports the database unreachable. */
 const CONNECT_TIMEOUT_MS = 10_000;
-/** How long GET /health waits for the database to take a write (it must answer within 2 s). */
-const WRITE_CHECK_MS = 1_800;
 const INT8_OID = 20;
 
 /** DATABASE_URL as it may be printed: any password replaced by `***`. */

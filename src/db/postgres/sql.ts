@@ -1,14 +1,8 @@
 import type pg from "pg";
 import { forPostgres, statementsOf, type Bound, type Method, type Params, type Row, type Sql } from "../sql";
 
-/** A named statement: pg prepares it once per connection and reuses the plan. */
-export interface Statement {
-  readonly name: string;
-  readonly text: string;
-}
-
-/** Runs a statement on the pool (one statement, autocommit) or on a transaction's connection. */
-export type Run = (statement: Statement, values: unknown[]) => Promise<pg.QueryResult>;
+/** Runs a statement with `$1…$n` on the pool (one statement, autocommit) or on a transaction's connection; pg prepares it once per connection by its name. */
+export type Run = (statement: Sql<unknown>, values: unknown[]) => Promise<pg.QueryResult>;
 
 const compiled = new Map<Sql<unknown>, ReturnType<typeof forPostgres>>();
 

@@ -1,3 +1,5 @@
+import type { Repositories } from "../port";
+
 /**
  * The lock of SQLite's unit of work. bun:sqlite runs statements synchronously on one
  * connection, so while a transaction's callback awaits, any other statement on that
@@ -66,6 +68,8 @@ export async function whileBusy<T>(attempt: () => T | Promise<T>, limitMs: numbe
 
 /** A repository whose methods answer synchronously: what the SQLite repositories are before the gate. */
 export type Sync<R> = { [K in keyof R]: R[K] extends (...args: infer A) => Promise<infer T> ? (...args: A) => T : never };
+/** Every repository as bun:sqlite runs it: synchronous, before the gate. */
+export type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
 
 /**
  * The repository outside a transaction: each call runs at once when the gate is free (the

@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { DatabaseError } from "../errors";
+import { WRITE_CHECK_MS } from "../port";
 import { BUSY_LIMIT_MS, whileBusy } from "./gate";
 import * as schema from "./schema";
 
@@ -87,9 +88,6 @@ export function openSqlite(url: string): Database {
     throw new DatabaseError(`cannot use the database at DATABASE_URL=${JSON.stringify(url)}: ${causeOf(url, err)}`);
   }
 }
-
-/** How long GET /health waits for the database to take a write (it must answer within 2 s). */
-const WRITE_CHECK_MS = 1_800;
 
 /**
  * Whether the database takes a write now, within 1.8 s, without blocking the process:

@@ -7,12 +7,11 @@ import { leases } from "../leases";
 import { byNetworkId, bySendAt, historyPage, messages, newest, newRow, record, row, scheduledPage } from "../messages";
 import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
 import { networkState } from "../network-state";
-import type { Repositories } from "../port";
 import { sessions } from "../sessions";
 import { sql } from "../sql";
 import { claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
 import { workflows } from "../workflows";
-import type { Sync } from "./gate";
+import type { SyncRepositories } from "./gate";
 import { statements } from "./statements";
 
 // What only SQLite runs: the process clock for message timestamps, snapshots as read
@@ -72,8 +71,6 @@ const anyDueDelivery = sql<{ due: number }>(
 const leased = sql("", `${claimed("webhook_deliveries")} WHERE d.id = ANY($ids::text[]) ORDER BY d.next_attempt_at, ev.timestamp`);
 const retryNow = sql<{ id: string }>("", `UPDATE webhook_deliveries SET ${NEW_SERIES} WHERE id = $id AND endpoint_id = $endpointId RETURNING id`);
 const deliveryById = sql("", `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = $id`);
-
-type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
 
 /** The repositories on one bun:sqlite connection, every statement prepared once; `clock` counts microseconds. */
 export function sqliteRepositories(sqlite: Database, clock: () => number): SyncRepositories {

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { microClock } from "../../vocabulary/time";
 import type { Repositories, Storage } from "../port";
-import { BUSY_LIMIT_MS, Gate, gated, inTransaction, whileBusy, type Sync } from "./gate";
+import { BUSY_LIMIT_MS, Gate, gated, inTransaction, whileBusy, type Sync, type SyncRepositories } from "./gate";
 import { openChecker, openSqlite, probeWrite, takesWrite } from "./open";
 import { sqliteRepositories } from "./repositories";
 
@@ -19,8 +19,6 @@ export interface SqliteOptions {
 export interface SqliteStorage extends Storage {
   readonly sqlite: Database;
 }
-
-type SyncRepositories = { [K in keyof Repositories]: Sync<Repositories[K]> };
 
 /**
  * The storage on a SQLite file (or `:memory:`), opened, migrated and checked for writes;
