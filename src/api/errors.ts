@@ -24,6 +24,9 @@ export const HTTP_STATUS: Record<ErrorCode | EdgeCode, number> = {
   GATEWAY_TIMEOUT: 504,
 };
 
+/** The code of each status HTTP_STATUS maps to (one code a status). */
+export const CODE_OF_STATUS = new Map(Object.entries(HTTP_STATUS).map(([code, status]) => [status, code as ErrorCode | EdgeCode]));
+
 export interface ErrorBody extends ErrorDetails {
   code: ErrorCode | EdgeCode;
   message: string;

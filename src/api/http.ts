@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { errorText } from "../log";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
-import { errorResponse, failureOf, HTTP_STATUS, type Failure } from "./errors";
+import { CODE_OF_STATUS, errorResponse, failureOf, type Failure } from "./errors";
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
@@ -159,7 +159,8 @@ export function createHttpHandler(app: App): HttpHandler {
     });
     if (res.ok || res.headers.get("content-type")?.startsWith("application/json")) return res;
     // tRPC answers some protocol errors as text: every error is JSON.
-    const code = (Object.keys(HTTP_STATUS) as ErrorCode[]).find((c) => HTTP_STATUS[c] === res.status) ?? "BAD_REQUEST";
+    // tRPC's statuses are its codes': none is one only the edge answers.
+    const code = (CODE_OF_STATUS.get(res.status) ?? "BAD_REQUEST") as ErrorCode;
     throw new AppError(code, (await res.text()).slice(0, 200) || code);
   };
 

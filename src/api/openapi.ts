@@ -1,10 +1,9 @@
 import { dirname, join } from "node:path";
 import { generateOpenApiDocument, normalizePath } from "trpc-to-openapi";
 import pkg from "../../package.json";
-import type { ErrorCode } from "../errors";
-import { HTTP_STATUS } from "./errors";
+import { CODE_OF_STATUS, HTTP_STATUS } from "./errors";
+import { restProcedures } from "./rest";
 import type { AppRouter } from "./router";
-import type { Meta } from "./trpc";
 
 type Json = Record<string, unknown>;
 
@@ -121,8 +120,6 @@ const ERROR_TEXT: Record<number, [description: string, example: string]> = {
   ],
   504: ["The network did not answer in time: the outcome is unknown.", "network: no answer in time; the status will follow"],
 };
-
-const CODE_OF_STATUS = new Map(Object.entries(HTTP_STATUS).map(([code, status]) => [status, code as ErrorCode]));
 
 /**
  * One error response: the envelope, its code, and the headers it carries. `keyed`: on a
@@ -374,18 +371,12 @@ const TAGS = [
   { name: "health", description: "Liveness for load balancers and orchestrators." },
 ];
 
-/** Each REST procedure's route, success status and the error statuses its meta lists (src/api/routers/). */
-function restRoutes(router: AppRouter): (NonNullable<Meta["openapi"]> & { successStatus: number })[] {
-  const procedures = router._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
-  return Object.values(procedures).flatMap(({ _def: { meta } }) => (meta?.openapi ? [{ ...meta.openapi, successStatus: meta.successStatus ?? 200 }] : []));
-}
-
 /** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
 export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
   const doc = generateDocument(router, network);
   const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
   // trpc-to-openapi's error responses have its own shape and no headers: ours replace them.
-  for (const meta of restRoutes(router)) {
+  for (const { openapi: meta, successStatus } of restProcedures(router)) {
     const op = paths[normalizePath(meta.path)]?.[meta.method.toLowerCase()];
     if (!op) continue;
     const success = (op.responses as Record<string, Json>)["200"]!;
@@ -400,7 +391,7 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
       ...(meta.requestHeaders?.shape["Idempotency-Key"] ? { "Idempotent-Replayed": ref("headers", "Idempotent-Replayed") } : {}),
     };
     op.responses = {
-      [meta.successStatus]: success,
+      [successStatus]: success,
       ...Object.fromEntries(Object.entries(errors).map(([status, text]) => [status, documentedError(Number(status), text || undefined, keyed)])),
     };
     for (const param of (op.parameters ?? []) as Json[]) {

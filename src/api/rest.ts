@@ -46,14 +46,19 @@ export interface RestOperation {
  * from the same meta. Rows keep the router's declaration order: the first match wins.
  */
 export function restOperations(router: AnyRouter): RestOperation[] {
-  const operations: RestOperation[] = [];
+  return restProcedures(router).map(({ path, procedure, openapi, successStatus }) => operation(path, procedure, openapi.method, normalizePath(openapi.path), successStatus));
+}
+
+/** Every procedure with OpenAPI meta, in the router's order: its name, its meta's route and its success status. */
+export function restProcedures(router: AnyRouter) {
+  const found: { path: string; procedure: AnyProcedure; openapi: NonNullable<Meta["openapi"]>; successStatus: number }[] = [];
   for (const [path, procedure] of Object.entries(router._def.procedures as Record<string, AnyProcedure>)) {
     const meta = procedure._def.meta as Meta | undefined;
     const openapi = meta?.openapi;
     if (!openapi || openapi.enabled === false || procedure._def.type === "subscription") continue;
-    operations.push(operation(path, procedure, openapi.method, normalizePath(openapi.path), meta?.successStatus ?? 200));
+    found.push({ path, procedure, openapi, successStatus: meta?.successStatus ?? 200 });
   }
-  return operations;
+  return found;
 }
 
 function operation(path: string, procedure: AnyProcedure, method: string, route: string, status: number): RestOperation {
