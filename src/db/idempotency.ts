@@ -95,7 +95,7 @@ const purge = sql("idempotency.purge", `DELETE FROM idempotency_keys WHERE creat
 
 const key = (claim: Claim) => ({ scope: claim.scope, key: claim.key });
 
-/** Every method but `lockForDecision`, whose two reads each dialect runs (src/db/sqlite/repositories.ts, src/db/postgres/storage.ts). */
+/** Every method but `lockForDecision`, whose two reads each dialect runs (src/db/sqlite/repositories.ts, src/db/postgres/repositories.ts). */
 export const idempotency = declare<IdempotencyRepository>()({
   tryInsertPending: run(insertPending, (claim, fingerprint, lockMs) => ({ ...key(claim), fingerprint, lockMs }), (n) => n === 1),
   retake: run(

@@ -298,7 +298,7 @@ export const purgeEvents = sql(
 
 const endpoint = (row: Stored | undefined) => (row ? toEndpointRow(row) : undefined);
 
-/** The methods both dialects run alike; claims, retries and purges are in each dialect's webhooks.ts. */
+/** The methods both dialects run alike; claims, retries and purges are in each dialect's repositories.ts. */
 export const webhooks = declare<WebhookRepository>()({
   createEndpoint: get(
     createEndpoint,

@@ -25,7 +25,7 @@ export interface AppliedEvents {
  * already stored under this network id downloads nothing again), and one that cannot be
  * downloaded is logged and left out, never the message (docs/networks.md).
  */
-export async function storeInbound(
+async function storeInbound(
   storage: Storage,
   network: string,
   input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly InboundMedia[] },

@@ -10,10 +10,10 @@ export interface PostgresStorage extends Storage {
 /**
  * The storage on PostgreSQL: a pool of `poolSize` connections, migrated and checked for
  * writes; throws DatabaseError. A call outside a transaction is one statement on any pooled
- * connection (autocommit), except message inserts, which are batched (messages.ts). The
- * unit of work holds one connection from BEGIN to COMMIT or ROLLBACK (READ COMMITTED; the
- * rows that decide are locked by the statements that read them) and gives it back on every
- * path, closed when it may be left mid-transaction.
+ * connection (autocommit), except message inserts and status moves, which are batched
+ * (messages.ts). The unit of work holds one connection from BEGIN to COMMIT or ROLLBACK
+ * (READ COMMITTED; the rows that decide are locked by the statements that read them) and
+ * gives it back on every path, closed when it may be left mid-transaction.
  */
 export async function openPostgresStorage(url: string, poolSize: number): Promise<PostgresStorage> {
   const pool = await openPostgres(url, poolSize);
