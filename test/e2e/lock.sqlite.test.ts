@@ -1,10 +1,10 @@
-// Another process holds the SQLite file's write lock for 8 s (as a second Textwire, the CLI,
-// a `sqlite3` shell or a backup may): the server never waits for it on its event loop
-// (docs/storage.md, "Locks held by another process").
+// Another process holds the SQLite file's write lock (as a second Textwire, the CLI, a
+// `sqlite3` shell or a backup may) until the test lets it go: the server never waits for it
+// on its event loop (docs/storage.md, "Locks held by another process").
 // - history, poll and media reads answer as fast as without the lock;
 // - /health answers 503 within 2.5 s every time;
-// - a send waits up to the busy limit (5 s) without blocking the reads, then answers 503,
-//   or succeeds when the lock is released first;
+// - a send waits up to the busy limit (5 s) without blocking the reads, then answers 503;
+//   one still waiting when the lock is let go succeeds;
 // - maintenance logs the busy database and tries again; the process lives;
 // - after the release everything works and every acknowledged message is stored.
 // SQLite only: the PostgreSQL pass does not register it (testOnSqlite).
@@ -12,18 +12,19 @@ import { afterAll, expect } from "bun:test";
 import { call, history, newPhone, type ErrorBody, type Reply, type SendResult } from "./api";
 import { ROOT, sqliteDatabase, startServer, testOnSqlite, waitFor, type Server } from "./harness";
 
-const HOLD_MS = 8_000;
+/** How long the second send waits for the lock before it is let go: well under the busy limit. */
+const LATE_WAIT_MS = 1_000;
 /** Far from the 5 s a read would wait inside SQLite; generous for a loaded CI machine. */
 const READ_MS = 1_000;
 const HEALTH_MS = 2_500;
 
-/** A second process: takes the write lock, prints when, holds it HOLD_MS, lets it go. */
+/** A second process: takes the write lock, prints when, holds it until its stdin closes, lets it go. */
 const HOLDER = `import { Database } from "bun:sqlite";
 const db = new Database(process.env.LOCK_FILE);
 db.run("PRAGMA busy_timeout = 5000");
 db.run("BEGIN IMMEDIATE");
 console.log("locked at " + Date.now());
-await Bun.sleep(Number(process.env.HOLD_MS));
+await Bun.stdin.text();
 db.run("ROLLBACK");
 db.close();`;
 
@@ -42,7 +43,7 @@ async function timed<T>(request: () => Promise<T>): Promise<{ reply: T; ms: numb
 }
 
 testOnSqlite(
-  "another process holds the write lock for 8 s: reads answer at once, /health says 503 within 2.5 s, a send waits then answers 503; after it, nothing acknowledged is lost",
+  "another process holds the write lock: reads answer at once, /health says 503 within 2.5 s, a send waits then answers 503, one waiting when the lock is let go succeeds; nothing acknowledged is lost",
   async () => {
     files = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3]), { headers: { "Content-Type": "image/jpeg" } }) });
     const db = sqliteDatabase();
@@ -67,7 +68,7 @@ testOnSqlite(
       slowest[name] = { before: ms, during: 0 };
     }
 
-    const holder = Bun.spawn(["bun", "-e", HOLDER], { cwd: ROOT, env: { ...process.env, LOCK_FILE: db.url, HOLD_MS: String(HOLD_MS) }, stdout: "pipe", stderr: "inherit" });
+    const holder = Bun.spawn(["bun", "-e", HOLDER], { cwd: ROOT, env: { ...process.env, LOCK_FILE: db.url }, stdin: "pipe", stdout: "pipe", stderr: "inherit" });
     try {
       let printed = "";
       const reader = (async () => {
@@ -76,7 +77,7 @@ testOnSqlite(
       const lockedAt = Number(
         (await waitFor("the other process to take the write lock", 10_000, () => /locked at (\d+)/.exec(printed)?.[1], () => printed)),
       );
-      // The reads and probes below end well before the release at lockedAt + 8 s.
+      // The lock is held until the first send has been refused and the second is waiting.
       const until = (ms: number) => Date.now() < lockedAt + ms;
 
       const blocked = timed(() => send("while locked"));
@@ -89,15 +90,12 @@ testOnSqlite(
         }
         return probes;
       })();
-      let late: Promise<{ reply: Reply<SendResult & ErrorBody>; ms: number }> | undefined;
       while (until(6_500)) {
         for (const [name, read] of Object.entries(reads)) {
           const { reply, ms } = await timed(read);
           expect(reply.status).toBe(200);
           slowest[name]!.during = Math.max(slowest[name]!.during, ms);
         }
-        // Waits about 4 s for the release: under the busy limit, so it should succeed.
-        if (!late && !until(4_000)) late = timed(() => send("sent while locked, stored after the release"));
         await Bun.sleep(50);
       }
       for (const [name, { during }] of Object.entries(slowest)) {
@@ -116,9 +114,15 @@ testOnSqlite(
       expect(refused.ms).toBeGreaterThan(4_000);
       expect(refused.ms).toBeLessThan(7_000);
 
-      const after = await late!;
-      if (after.reply.status === 200) acknowledged.push(after.reply.body.message_id);
-      else expect(after.reply.status).toBe(503);
+      // Waits for the lock, which is let go LATE_WAIT_MS later: under the busy limit, so it succeeds.
+      const late = timed(() => send("sent while locked, stored after the release"));
+      await Bun.sleep(LATE_WAIT_MS);
+      holder.stdin.end();
+      const after = await late;
+      expect(after.reply.status).toBe(200);
+      // It waited for the lock, not answered before it.
+      expect(after.ms).toBeGreaterThan(LATE_WAIT_MS / 2);
+      acknowledged.push(after.reply.body.message_id);
       expect(await holder.exited).toBe(0);
       await reader;
       expect(server.stdout).toMatch(/maintenance failed; will retry[^\n]*locked/);
