@@ -107,3 +107,45 @@ describe("a write while another connection holds SQLite's write lock", () => {
     expect(await storage.takesWrite()).toBe(true);
   });
 });
+
+describe("a method of several statements (its own transaction) called while another connection holds the lock", () => {
+  /** Calls `method` under the other connection's lock; it must still be waiting when the lock is released. */
+  async function afterRelease<T>(other: Database, method: () => Promise<T>): Promise<T> {
+    other.run("BEGIN IMMEDIATE");
+    let done = false;
+    const call = method().finally(() => (done = true));
+    await Bun.sleep(200);
+    expect(done).toBe(false);
+    other.run("ROLLBACK");
+    return call;
+  }
+
+  test("claimDue, retryNow and purgeOlderThan each wait, then apply exactly once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tw-lock-"));
+    let ms = Date.UTC(2026, 10, 21, 9, 30);
+    const storage = openSqliteStorage(join(dir, "textwire.db"), { clock: () => ms * 1000 });
+    const other = new Database(join(dir, "textwire.db"));
+    opened.push({ storage, other, dir });
+    const { webhooks } = storage;
+    await webhooks.createEndpoint({ id: "we_1", url: "https://example.com/hook", events: null, description: null, secret: "whsec_1" });
+    for (const id of ["in1", "in2", "in3"]) await storage.messages.insert({ ...message(id), direction: "inbound", status: "received" });
+    // in1's delivery failed (to retry), in2's succeeded (to purge), in3's is pending (to claim).
+    const [failed, succeeded] = await webhooks.claimDue("p", 60_000, 2, 10, []);
+    await webhooks.recordAttempt(failed!.delivery.id, "p", { state: "failed", status: 410, error: "HTTP 410" });
+    await webhooks.recordAttempt(succeeded!.delivery.id, "p", { state: "succeeded", status: 200, error: null });
+
+    const claimed = await afterRelease(other, () => webhooks.claimDue("q", 60_000, 10, 10, []));
+    expect(claimed).toHaveLength(1);
+    expect(claimed[0]!.delivery.id).not.toBeOneOf([failed!.delivery.id, succeeded!.delivery.id]);
+    expect(await webhooks.claimDue("q", 60_000, 10, 10, [])).toEqual([]);
+
+    const retried = await afterRelease(other, () => webhooks.retryNow("we_1", failed!.delivery.id));
+    expect(retried).toMatchObject({ id: failed!.delivery.id, state: "pending", attempts: 0 });
+    expect((await webhooks.claimDue("q", 60_000, 10, 10, [])).map((c) => c.delivery.id)).toEqual([failed!.delivery.id]);
+
+    ms += 20;
+    expect(await afterRelease(other, () => webhooks.purgeOlderThan(10))).toEqual({ deliveries: 1, events: 1 });
+    expect((await webhooks.deliveries("we_1", 10)).map((d) => d.id).toSorted()).toEqual([failed!.delivery.id, claimed[0]!.delivery.id].toSorted());
+    expect(await webhooks.purgeOlderThan(10)).toEqual({ deliveries: 0, events: 0 });
+  });
+});
