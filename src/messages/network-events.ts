@@ -1,7 +1,7 @@
 import type { MessageRepository, Storage } from "../db/port";
 import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
-import type { DriverState, InboundMedia, NetworkDriver, WebhookEvents } from "../network/driver";
+import { webhookEvents, type DriverState, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
 import type { OptOutType } from "../vocabulary/messages";
 import { isE164 } from "./phone";
 import { inboundAnswer } from "./records";
@@ -203,5 +203,5 @@ export async function reconcileNetwork(
   const current = new Map(pending.map((p) => [p.id, p.status]));
   // A report that only repeats the status the message has is not news.
   const statuses = reports.filter((r) => !r.messageId || current.get(r.messageId) !== r.status);
-  return applyNetworkEvents(deps.storage, deps.network.name, { inbound: [], statuses }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  return applyNetworkEvents(deps.storage, deps.network.name, webhookEvents([], statuses), deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
 }

@@ -8,9 +8,9 @@ import { getContact } from "../../src/messages/contacts";
 import { applyNetworkEvents } from "../../src/messages/network-events";
 import { OPTED_OUT_MESSAGE } from "../../src/messages/opt-out";
 import { recordInbound, sendMessage, type MessagingDeps } from "../../src/messages/service";
-import { RecipientOptedOut, type NetworkDriver } from "../../src/network/driver";
+import { RecipientOptedOut, webhookEvents, type NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { dialects, quietLog, rejectionOf, storages } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
 setDefaultTimeout(30_000);
@@ -23,6 +23,7 @@ function recordingNetwork(name = "loopback") {
   const sent: Parameters<NetworkDriver["send"]>[0][] = [];
   const network: NetworkDriver = {
     name,
+    capabilities: TEXT_ONLY,
     async send(m) {
       sent.push(m);
       return { networkId: `${name}:${m.id}`, status: "delivered" };
@@ -70,11 +71,11 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("the network's OptOutType decides (a keyword of the account's own)", async () => {
       const { storage } = await setup();
-      await applyNetworkEvents(storage, "twilio", { inbound: [{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], statuses: [] }, quietLog, {
+      await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
       expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
-      await applyNetworkEvents(storage, "twilio", { inbound: [{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], statuses: [] }, quietLog, {
+      await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
       expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
@@ -116,6 +117,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("the network's own opt-out (RecipientOptedOut): the message stays failed, the contact is opted out, FORBIDDEN", async () => {
       const refusing: NetworkDriver = {
         name: "twilio",
+        capabilities: TEXT_ONLY,
         async send() {
           throw new RecipientOptedOut("twilio: Attempt to send to unsubscribed recipient (error 21610)");
         },
@@ -173,7 +175,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { storage, deps } = await setup(recordingNetwork("bluebubbles").network);
       const ours = await sendMessage(deps, { phone: A, message: "how was it?" });
       const apply = (m: { phone: string; networkId: string; replyToNetworkId: string }) =>
-        applyNetworkEvents(storage, "bluebubbles", { inbound: [{ ...m, message: "reply" }], statuses: [] }, quietLog, { maxMessageLength: 1600 });
+        applyNetworkEvents(storage, "bluebubbles", webhookEvents([{ ...m, message: "reply" }], []), quietLog, { maxMessageLength: 1600 });
       await apply({ phone: A, networkId: "in-1", replyToNetworkId: `bluebubbles:${ours.id}` });
       await apply({ phone: A, networkId: "in-2", replyToNetworkId: "in-1" });
       await apply({ phone: A, networkId: "in-3", replyToNetworkId: "unknown-guid" });
