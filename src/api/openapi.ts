@@ -108,6 +108,7 @@ const ERROR_TEXT: Record<number, [description: string, example: string]> = {
   413: ["Body larger than 1 MiB.", "body: larger than 1048576 bytes"],
   415: ["Body not `application/json` (parameters such as `charset=utf-8` are fine).", "content-type: must be application/json (got text/plain)"],
   416: ["The `Range` asks for bytes the file does not have; `Content-Range: bytes */<size>` says its size.", "range: outside the file's 5120 bytes"],
+  422: ["The network cannot do this (see GET /api/network): `message` names the field and the network; nothing changed.", "reaction: the twilio network cannot send reactions"],
   429: [
     "Too many requests: the key's rate limit, or too many failed authentications from this address. Wait `Retry-After` seconds.",
     "rate limit exceeded; retry in 1 s",

@@ -1,4 +1,4 @@
-import { declare, get, sql } from "./sql";
+import { all, changed, declare, get, run, sql } from "./sql";
 
 /** A contact's opt-out state. No row: never opted out. */
 export interface ContactRow {
@@ -14,6 +14,17 @@ export interface ContactRepository {
 
   /** One statement (upsert): opts out (`optedOutAt` now, or kept when already out) or back in (null). Returns the row. */
   setOptedOut(phone: string, optedOut: boolean): Promise<ContactRow>;
+
+  /** One statement (upsert): the contact is typing for `forMs` from now, or not (null). */
+  setTyping(phone: string, forMs: number | null): Promise<void>;
+  /** Whether the contact is typing now (a report less than its time ago). */
+  typing(phone: string): Promise<boolean>;
+  /** One statement (upsert): our typing indicator to the contact is on for `forMs` from now. */
+  startOurTyping(phone: string, forMs: number): Promise<void>;
+  /** One statement: our indicator is off (`expiredOnly`: only when its time is up). False when it was not on (or not expired). */
+  stopOurTyping(phone: string, expiredOnly: boolean): Promise<boolean>;
+  /** The contacts whose indicator of ours is on past its time (contacts_our_typing_idx), at most `limit`. */
+  ourTypingExpired(limit: number): Promise<string[]>;
 }
 
 const ROW = `phone, opted_out AS "optedOut", opted_out_at AS "optedOutAt"`;
@@ -30,7 +41,33 @@ const setOptedOut = sql<Stored>(
    RETURNING ${ROW}`,
 );
 
+const setTyping = sql(
+  "contacts.setTyping",
+  `INSERT INTO contacts (phone, messages, typing_until) VALUES ($phone, 0, {now_ms} + $forMs::bigint)
+   ON CONFLICT (phone) DO UPDATE SET typing_until = excluded.typing_until`,
+);
+const typing = sql<{ typing: boolean | number }>("contacts.typing", `SELECT typing_until > {now_ms} AS typing FROM contacts WHERE phone = $phone`);
+const startOurTyping = sql(
+  "contacts.startOurTyping",
+  `INSERT INTO contacts (phone, messages, our_typing_until) VALUES ($phone, 0, {now_ms} + $forMs::bigint)
+   ON CONFLICT (phone) DO UPDATE SET our_typing_until = excluded.our_typing_until`,
+);
+const stopOurTyping = sql(
+  "contacts.stopOurTyping",
+  `UPDATE contacts SET our_typing_until = NULL
+   WHERE phone = $phone AND our_typing_until IS NOT NULL AND (NOT $expiredOnly::boolean OR our_typing_until <= {now_ms})`,
+);
+const ourTypingExpired = sql<{ phone: string }>(
+  "contacts.ourTypingExpired",
+  `SELECT phone FROM contacts WHERE our_typing_until <= {now_ms} ORDER BY our_typing_until LIMIT $limit`,
+);
+
 export const contacts = declare<ContactRepository>()({
   get: get(byPhone, (phone) => ({ phone }), contact),
   setOptedOut: get(setOptedOut, (phone, optedOut) => ({ phone, optedOut }), (row) => contact(row)!),
+  setTyping: run(setTyping, (phone, forMs) => ({ phone, forMs })),
+  typing: get(typing, (phone) => ({ phone }), (row) => Boolean(row?.typing)),
+  startOurTyping: run(startOurTyping, (phone, forMs) => ({ phone, forMs })),
+  stopOurTyping: run(stopOurTyping, (phone, expiredOnly) => ({ phone, expiredOnly }), changed),
+  ourTypingExpired: all(ourTypingExpired, (limit) => ({ limit }), (rows) => rows.map((r) => r.phone)),
 });

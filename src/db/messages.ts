@@ -1,6 +1,7 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../vocabulary/message-status";
 import type { MessageDirection, OptOutType, PendingMessage } from "../vocabulary/messages";
-import { all, choose, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
+import type { Reaction } from "../vocabulary/reactions";
+import { all, changed, choose, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
 
 export interface MessageRow {
   id: string;
@@ -24,16 +25,35 @@ export interface MessageRow {
   sendAt: number | null;
   /** How many media rows the message has: pages read media only for rows with some. */
   mediaCount: number;
+  /** How many reactions stand on it (kept by triggers): pages read reactions only for rows with some. */
+  reactionCount: number;
+  /** ms: when the contact read our message (their network said), or we read theirs; null: not read. */
+  readAt: number | null;
+  /** ms: the last edit's time; null: never edited. */
+  editedAt: number | null;
+  editCount: number;
+  /** ms: when it was unsent (its body is then empty); null: it stands. */
+  unsentAt: number | null;
 }
 
 /** What a message record shows (pages read only these columns). */
 export type RecordRow = Pick<
   MessageRow,
-  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount"
+  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "unsentAt"
 >;
 
-/** A conversation as listed: its newest message and whether the contact opted out. */
-export type ConversationRow = RecordRow & { optedOut: boolean };
+/** A conversation as listed: its newest message, whether the contact opted out and how many of its messages we have not read. */
+export type ConversationRow = RecordRow & { optedOut: boolean; unread: number };
+
+/** A reaction standing on a message: one a person, theirs (`inbound`, `phone` who) or ours (`outbound`, `phone` ''). */
+export interface ReactionRow {
+  messageId: string;
+  direction: MessageDirection;
+  phone: string;
+  reaction: Reaction;
+  /** ms. */
+  createdAt: number;
+}
 
 /** One file of a message; the bytes are in the media store under `storeKey`. */
 export interface MediaRow {
@@ -53,7 +73,10 @@ export interface MediaRow {
 export type NewMedia = Pick<MediaRow, "id" | "contentType" | "size" | "storeKey">;
 
 /** A message to store; the storage gives it its timestamp, `updatedAt` and `mediaCount`. `sendAt` goes with `scheduled`. */
-export type NewMessage = Omit<MessageRow, "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount"> & {
+export type NewMessage = Omit<
+  MessageRow,
+  "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "editCount" | "unsentAt"
+> & {
   error?: string | null;
   optOutType?: OptOutType | null;
   replyTo?: string | null;
@@ -122,6 +145,27 @@ export interface MessageRepository {
   recordStatusReport(report: NewStatusReport): Promise<void>;
   /** The newest stored timestamp (µs), 0 when there are no messages. */
   newestTimestamp(): Promise<number>;
+  /** One statement (upsert): a person's reaction on the message, replacing theirs. False when it was already this one. */
+  react(messageId: string, direction: MessageDirection, phone: string, reaction: Reaction): Promise<boolean>;
+  /** One statement: removes a person's reaction (only when it is `reaction`, when given); the one removed. */
+  unreact(messageId: string, direction: MessageDirection, phone: string, reaction?: Reaction): Promise<Reaction | undefined>;
+  /** The reactions of these messages, each message's oldest first; one without reactions has no entry. One query. */
+  reactionsOf(messageIds: readonly string[]): Promise<Map<string, ReactionRow[]>>;
+  /**
+   * One statement: our messages to `phone` that went out, up to `upTo` (µs) and among the
+   * conversation's 200 newest until then, not read yet, are read at `at` (ms). Their ids.
+   */
+  readOutbound(phone: string, upTo: number, at: number): Promise<string[]>;
+  /** One statement: the contact's inbound messages not read yet are read now. How many. */
+  readInbound(phone: string): Promise<number>;
+  /** How many inbound messages of the contact are not read. */
+  unread(phone: string): Promise<number>;
+  /** One statement: a message not unsent gets `body` as edited at `at` (ms), once: false when an edit as late or later is applied. */
+  edit(id: string, body: string, at: number): Promise<boolean>;
+  /** One statement: a message not unsent yet is unsent at `at` (ms), its body emptied. False when it already was. */
+  unsend(id: string, at: number): Promise<boolean>;
+  /** Our `limit` newest messages to `phone` that went out, newest first. */
+  recentOutbound(phone: string, limit: number): Promise<MessageRow[]>;
 }
 
 /** The row a new message is stored as. */
@@ -141,6 +185,11 @@ export function newRow(message: NewMessage, timestamp: number): MessageRow {
     replyTo: message.replyTo ?? null,
     sendAt: message.sendAt ?? null,
     mediaCount: message.media?.length ?? 0,
+    reactionCount: 0,
+    readAt: null,
+    editedAt: null,
+    editCount: 0,
+    unsentAt: null,
   };
 }
 
@@ -150,11 +199,15 @@ export const bySendAt = (a: MessageRow, b: MessageRow) => (a.sendAt ?? 0) - (b.s
 /** The columns of a message row (of alias `m` when given) under their port names. */
 export const row = (m = "") =>
   `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}network, ${m}network_id AS "networkId", ${m}error,
-   ${m}updated_at AS "updatedAt", ${m}opt_out_type AS "optOutType", ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount"`;
+   ${m}updated_at AS "updatedAt", ${m}opt_out_type AS "optOutType", ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount",
+   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}edit_count AS "editCount", ${m}unsent_at AS "unsentAt"`;
 const ROW = row();
 /** What a message record shows (pages read only these: fewer columns, faster pages), of alias `m` when given. */
 export const record = (m = "") =>
-  `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}error, ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount"`;
+  `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}error, ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount",
+   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}unsent_at AS "unsentAt"`;
+/** How many inbound messages of contact `c` are not read (messages_unread_idx). */
+export const UNREAD = `(SELECT count(*) FROM messages u WHERE u.phone = c.phone AND u.direction = 'inbound' AND u.read_at IS NULL)`;
 const RECORD = record();
 const MEDIA = `id, message_id AS "messageId", position, content_type AS "contentType", size, store_key AS "storeKey", created_at AS "createdAt"`;
 
@@ -212,6 +265,46 @@ const cancel = sql<MessageRow>(
   "messages.cancelScheduled",
   `UPDATE messages SET status = 'canceled', updated_at = {now_us} WHERE id = $id AND status = 'scheduled' RETURNING ${ROW}`,
 );
+const react = sql(
+  "messages.react",
+  `INSERT INTO reactions (message_id, direction, phone, reaction, created_at) VALUES ($messageId, $direction, $phone, $reaction, {now_ms})
+   ON CONFLICT (message_id, direction, phone) DO UPDATE SET reaction = excluded.reaction, created_at = excluded.created_at
+   WHERE reactions.reaction <> excluded.reaction`,
+);
+const unreact = sql<{ reaction: Reaction }>(
+  "messages.unreact",
+  `DELETE FROM reactions WHERE message_id = $messageId AND direction = $direction AND phone = $phone AND ($reaction::text IS NULL OR reaction = $reaction)
+   RETURNING reaction`,
+);
+const reactionsOf = sql<ReactionRow>(
+  "messages.reactionsOf",
+  `SELECT message_id AS "messageId", direction, phone, reaction, created_at AS "createdAt" FROM reactions
+   WHERE message_id = ANY($ids::text[]) ORDER BY message_id, created_at, direction, phone`,
+);
+/** What went out: the statuses a read receipt or an SMS reaction can be about. */
+const WENT_OUT = `status IN ('queued', 'sent', 'delivered')`;
+const readOutbound = sql<{ id: string }>(
+  "messages.readOutbound",
+  `UPDATE messages SET read_at = $at WHERE id IN (
+     SELECT id FROM (SELECT id, direction, status, read_at FROM messages WHERE phone = $phone AND timestamp <= $upTo ORDER BY timestamp DESC LIMIT 200) recent
+     WHERE direction = 'outbound' AND read_at IS NULL AND ${WENT_OUT}
+   ) RETURNING id`,
+);
+const readInbound = sql(
+  "messages.readInbound",
+  `UPDATE messages SET read_at = {now_ms} WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`,
+);
+const unread = sql<{ n: number }>("messages.unread", `SELECT count(*) AS n FROM messages WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`);
+const edit = sql(
+  "messages.edit",
+  `UPDATE messages SET body = $body, edited_at = $at, edit_count = edit_count + 1
+   WHERE id = $id AND unsent_at IS NULL AND (edited_at IS NULL OR edited_at < $at)`,
+);
+const unsend = sql("messages.unsend", `UPDATE messages SET body = '', unsent_at = $at WHERE id = $id AND unsent_at IS NULL`);
+const recentOutbound = sql<MessageRow>(
+  "messages.recentOutbound",
+  `SELECT ${ROW} FROM messages WHERE phone = $phone AND direction = 'outbound' AND ${WENT_OUT} ORDER BY timestamp DESC LIMIT $limit`,
+);
 export const newest = sql<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
 
 /** The methods both dialects run alike; the rest (the clock and insert, claims, snapshots) each dialect runs its way. */
@@ -230,6 +323,15 @@ export const messages = declare<MessageRepository>()({
   recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),
   newestTimestamp: get(newest, () => ({}), (r) => Number(r?.ts ?? 0)),
   markChecked: run(markChecked, (ids) => ({ ids })),
+  react: run(react, (messageId, direction, phone, reaction) => ({ messageId, direction, phone, reaction }), changed),
+  unreact: get(unreact, (messageId, direction, phone, reaction) => ({ messageId, direction, phone, reaction: reaction ?? null }), (r) => r?.reaction),
+  reactionsOf: all(reactionsOf, (ids) => ({ ids }), (rows) => groupBy(rows, (r) => r.messageId)),
+  readOutbound: all(readOutbound, (phone, upTo, at) => ({ phone, upTo, at }), (rows) => rows.map((r) => r.id)),
+  readInbound: run(readInbound, (phone) => ({ phone }), count),
+  unread: get(unread, (phone) => ({ phone }), (r) => Number(r?.n ?? 0)),
+  edit: run(edit, (id, body, at) => ({ id, body, at }), changed),
+  unsend: run(unsend, (id, at) => ({ id, at }), changed),
+  recentOutbound: all(recentOutbound, (phone, limit) => ({ phone, limit })),
   mediaOf: all(mediaOf, (ids) => ({ ids }), (rows) => groupBy(rows, (m) => m.messageId)),
   setStatus: run(
     choose(Object.values(moveStatus), (_id: string, status: MessageStatus, _patch?: StatusPatch) => moveStatus[status]),

@@ -9,7 +9,7 @@
  * (src/db/messages.ts, src/db/webhooks.ts, …; how, in src/db/sql.ts).
  *
  * Shape: one repository per aggregate (messages, contacts, idempotency keys, workflows,
- * named leases, API keys, console sessions, generations, network state, webhooks) and a
+ * named leases, API keys, console sessions, generations, network state, webhooks, events) and a
  * unit of work, `storage.transaction(async (tx) => …)`, whose `tx` has the same
  * repositories bound to one transaction. Every method is async.
  *
@@ -44,7 +44,7 @@ import type { LeaseRepository } from "./leases";
 import type { MessageRepository } from "./messages";
 import type { NetworkStateRepository } from "./network-state";
 import type { SessionRepository } from "./sessions";
-import type { WebhookRepository } from "./webhooks";
+import type { EventRepository, WebhookRepository } from "./webhooks";
 import type { WorkflowRepository } from "./workflows";
 
 export type * from "./api-keys";
@@ -74,6 +74,7 @@ export interface Repositories {
   readonly generations: GenerationRepository;
   readonly networkState: NetworkStateRepository;
   readonly webhooks: WebhookRepository;
+  readonly events: EventRepository;
 }
 
 export interface Storage extends Repositories {

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { MESSAGE_STATUSES } from "../vocabulary/message-status";
 import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../vocabulary/messages";
+import { REACTIONS } from "../vocabulary/reactions";
 import { DELIVERY_STATES, ENDPOINT_DISABLED_REASONS } from "../vocabulary/webhooks";
 import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
 
@@ -39,6 +40,11 @@ export function tables(c: Core) {
       replyTo: c.text("reply_to"),
       sendAt: c.time("send_at"),
       mediaCount: c.integer("media_count").notNull().default(0),
+      reactionCount: c.integer("reaction_count").notNull().default(0),
+      readAt: c.time("read_at"),
+      editedAt: c.time("edited_at"),
+      editCount: c.integer("edit_count").notNull().default(0),
+      unsentAt: c.time("unsent_at"),
     },
     (t) => [
       c.uniqueIndex("messages_timestamp_uq").on(t.timestamp),
@@ -49,7 +55,23 @@ export function tables(c: Core) {
       c.index("messages_queued_idx").on(t.updatedAt).where(sql`status = 'queued'`),
       // Only waiting rows: due ones (send_at <= now) and the listing, soonest first.
       c.index("messages_scheduled_idx").on(t.sendAt, t.timestamp).where(sql`status = 'scheduled'`),
+      c.index("messages_unread_idx").on(t.phone).where(sql`direction = 'inbound' AND read_at IS NULL`),
     ],
+  );
+
+  /** The reactions standing on a message: one a person (ours: `phone` ''), replaced by their next; counted by triggers in `reaction_count`. */
+  const reactions = c.table(
+    "reactions",
+    {
+      messageId: c.text("message_id")
+        .notNull()
+        .references(() => messages.id, { onDelete: "cascade" }),
+      direction: c.text("direction", { enum: MESSAGE_DIRECTIONS }).notNull(),
+      phone: c.text("phone").notNull(),
+      reaction: c.text("reaction", { enum: REACTIONS }).notNull(),
+      createdAt: c.time("created_at").notNull(),
+    },
+    (t) => [c.primaryKey({ columns: [t.messageId, t.direction, t.phone] })],
   );
 
   /** A message's files (pictures, …): the bytes are in the media store (src/media) under `store_key`. */
@@ -197,12 +219,20 @@ export function tables(c: Core) {
    * Each contact's opt-out, and how many messages it has, kept by a trigger on `messages` (see the migration),
    * so a history page's `total` costs one lookup, not a count over the contact's rows.
    */
-  const contacts = c.table("contacts", {
-    phone: c.text("phone").primaryKey(),
-    messages: c.integer("messages").notNull(),
-    optedOut: c.bool("opted_out").notNull().default(false),
-    optedOutAt: c.time("opted_out_at"),
-  });
+  const contacts = c.table(
+    "contacts",
+    {
+      phone: c.text("phone").primaryKey(),
+      messages: c.integer("messages").notNull(),
+      optedOut: c.bool("opted_out").notNull().default(false),
+      optedOutAt: c.time("opted_out_at"),
+      /** The contact is typing until then (the network's last report + 60 s). */
+      typingUntil: c.time("typing_until"),
+      /** Our typing indicator is on until then; the maintenance loop stops it after. */
+      ourTypingUntil: c.time("our_typing_until"),
+    },
+    (t) => [c.index("contacts_our_typing_idx").on(t.ourTypingUntil).where(sql`our_typing_until IS NOT NULL`)],
+  );
 
   /** Leases by name that any process may take (the maintenance leader). */
   const leases = c.table("leases", {
@@ -228,8 +258,9 @@ export function tables(c: Core) {
   });
 
   /**
-   * The outbox: one row an event, written by triggers (see the migration) in the transaction
-   * of the change it reports, with the message's changing fields as they were then.
+   * The outbox: one row an event, written in the transaction of the change it reports (by
+   * triggers, see the migrations, or `events.append`), with the message's changing fields as
+   * they were then and `data`, JSON of what else it carries.
    */
   const events = c.table(
     "events",
@@ -242,6 +273,7 @@ export function tables(c: Core) {
       previousStatus: c.text("previous_status", { enum: MESSAGE_STATUSES }),
       error: c.text("error"),
       runId: c.text("run_id"),
+      data: c.text("data"),
     },
     (t) => [
       c.uniqueIndex("events_timestamp_uq").on(t.timestamp),
@@ -280,5 +312,5 @@ export function tables(c: Core) {
       c.index("webhook_deliveries_event_idx").on(t.eventId),
     ],
   );
-  return { messages, media, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };
+  return { messages, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };
 }

@@ -5,21 +5,33 @@ import type { RecordRow } from "./messages";
 import { all, changed, choose, declare, get, page, run, sql } from "./sql";
 import type { WorkflowRunRow } from "./workflows";
 
+/** The events about a message; `contact.typing` is about a contact, `workflow.run_failed` about a run. */
+export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing">;
+
 /**
- * An event as stored, written by the migrations' triggers in the transaction of the change
- * it reports (an inbound message, an applied status move, a real run that failed), which
- * also queue a delivery for every enabled endpoint subscribed to its type.
+ * An event as stored, written in the transaction of the change it reports: by the
+ * migrations' triggers (an inbound message, an applied status move, a real run that failed)
+ * or by `events.append` (the others). A trigger on `events` queues a delivery for every
+ * enabled endpoint subscribed to its type.
  */
 export type EventRow =
   | {
       id: string;
-      type: "message.received" | "message.status_updated";
+      type: MessageEventType;
       /** µs; unique and strictly increasing in commit order (the poll cursor rule). */
       timestamp: number;
-      /** The message as it was at the event: status and error as the change left them. */
+      /** The message at the event: status and error as the change left them, the rest as it is now. */
       message: RecordRow;
       /** Status events: the status before the change; null otherwise. */
       previousStatus: MessageStatus | null;
+      /** What the event carries besides the message (`{ reaction }`, `{ previous_message }`); null when nothing. */
+      data: Record<string, unknown> | null;
+    }
+  | {
+      id: string;
+      type: "contact.typing";
+      timestamp: number;
+      data: { phone: string; typing: boolean };
     }
   | {
       id: string;
@@ -27,6 +39,22 @@ export type EventRow =
       timestamp: number;
       run: WorkflowRunRow;
     };
+
+/** The events no trigger writes: the domain appends them in the transaction of their change. */
+export interface EventRepository {
+  /**
+   * Stores an event with the next event timestamp (as the triggers take it), the message's
+   * status and error as they are now (`messageId`), and `data` as JSON.
+   */
+  append(type: Exclude<EventType, "message.received" | "message.status_updated" | "workflow.run_failed">, about: { messageId?: string; data?: object }): Promise<void>;
+}
+
+/** Stored by `append` (each dialect's statement takes the event clock its way). */
+export const appendParams = (type: EventType, about: { messageId?: string; data?: object }) => ({
+  type,
+  messageId: about.messageId ?? null,
+  data: about.data === undefined ? null : JSON.stringify(about.data),
+});
 
 export interface WebhookEndpointRow {
   /** `we_…` */
@@ -147,7 +175,8 @@ const EVENT_JOINS = `LEFT JOIN messages m ON m.id = ev.message_id LEFT JOIN work
 const EVENT_COLUMNS = `ev.id AS "eventId", ev.type AS "eventType", ev.timestamp AS "eventTimestamp", ev.previous_status AS "previousStatus",
   ev.message_id AS "messageId", m.phone AS "messagePhone", m.body AS "messageBody", m.direction AS "messageDirection",
   ev.status AS "messageStatus", m.timestamp AS "messageTimestamp", ev.error AS "messageError",
-  m.reply_to AS "messageReplyTo", m.send_at AS "messageSendAt", m.media_count AS "messageMediaCount",
+  m.reply_to AS "messageReplyTo", m.send_at AS "messageSendAt", m.media_count AS "messageMediaCount", m.reaction_count AS "messageReactionCount",
+  m.read_at AS "messageReadAt", m.edited_at AS "messageEditedAt", m.unsent_at AS "messageUnsentAt", ev.data AS "data",
   ev.run_id AS "runId", r.workflow AS "runWorkflow", r.trigger AS "runTrigger", r.dry_run AS "runDryRun", r.started_at AS "runStartedAt",
   r.ended_at AS "runEndedAt", r.status AS "runStatus", r.error AS "runError", r.handled AS "runHandled"`;
 
@@ -184,8 +213,10 @@ function toEventRow(row: Stored): EventRow {
     const run = fields(row, "run");
     return { ...event, run: { ...run, dryRun: Boolean(run.dryRun) } } as EventRow;
   }
+  const data = typeof row.data === "string" ? JSON.parse(row.data) : null;
+  if (row.eventType === "contact.typing") return { ...event, data } as EventRow;
   const message = fields(row, "message");
-  return { ...event, message: { ...message, mediaCount: message.mediaCount ?? 0 }, previousStatus: row.previousStatus } as EventRow;
+  return { ...event, message: { ...message, mediaCount: message.mediaCount ?? 0, reactionCount: message.reactionCount ?? 0 }, previousStatus: row.previousStatus, data } as EventRow;
 }
 
 const DELIVERY_FIELDS = ["id", "endpointId", "eventId", "eventType", "state", "attempts", "lastStatus", "lastError", "lastAttemptAt", "nextAttemptAt", "createdAt"];

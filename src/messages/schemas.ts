@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MESSAGE_STATUSES } from "../vocabulary/message-status";
+import { REACTIONS } from "../vocabulary/reactions";
 import { E164_HINT, isE164, phoneFromPath, phoneFromQuery } from "./phone";
 import { messageTextProblem } from "./text";
 import { parseIsoInstant } from "./time";
@@ -182,6 +183,21 @@ export const mediaRecord = z
   })
   .meta({ id: "Media" });
 
+/** A tapback. */
+export const reactionSchema = z.enum(REACTIONS, { error: `must be one of ${REACTIONS.join(", ")}` }).meta({ description: "A tapback.", example: "love" });
+
+/** A reaction standing on a message, as its record shows it. */
+export const reactionRecord = z
+  .object({
+    reaction: z.enum(REACTIONS),
+    direction: z.enum(["outbound", "inbound"]).meta({ description: "`outbound`: ours; `inbound`: the contact's." }),
+    phone: z.string().nullable().meta({ description: "Who reacted (the contact); null for ours.", example: "+14155550123" }),
+    timestamp: z.string().meta({ description: "When it was made (ISO 8601, UTC).", example: "2026-11-21T09:30:00.123000Z" }),
+  })
+  .meta({ id: "Reaction" });
+
+const momentOrNull = (description: string) => z.string().nullable().meta({ description: `${description} (ISO 8601, UTC); null when not.`, example: "2026-11-21T09:30:00.123000Z" });
+
 export const messageRecord = z
   .object({
     id: z.string(),
@@ -194,6 +210,10 @@ export const messageRecord = z
     reply_to: z.string().nullable().meta({ description: "The id of the message this one answers (a threaded reply); null when none." }),
     media: z.array(mediaRecord).meta({ description: "The message's files, in order; empty when none." }),
     send_at: z.string().optional().meta({ description: "A scheduled send's time (ISO 8601, UTC), when it was sent with `send_at`.", example: "2026-11-21T09:30:00.000000Z" }),
+    reactions: z.array(reactionRecord).meta({ description: "The reactions standing on it, oldest first: one a person, ours and the contact's; empty when none." }),
+    read_at: momentOrNull("When it was read: ours by the contact (the network's read receipt), theirs by us (mark read)"),
+    edited_at: momentOrNull("When it was last edited; `message` is the new text"),
+    unsent_at: momentOrNull("When it was unsent; `message` is then empty"),
   })
   .meta({ id: "Message" });
 

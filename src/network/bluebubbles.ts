@@ -13,6 +13,7 @@ import {
   type OutboundMedia,
   type SendResult,
   type StatusEvent,
+  webhookEvents,
   type WebhookEvents,
 } from "./driver";
 
@@ -137,7 +138,7 @@ export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logg
       ...(m.threadOriginatorGuid ? { replyToNetworkId: m.threadOriginatorGuid } : {}),
     });
   }
-  return { inbound, statuses };
+  return webhookEvents(inbound, statuses);
 }
 
 function statusOf(m: BbMessage, sendError: boolean, messageId: string | undefined): StatusEvent {
@@ -337,6 +338,8 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
 
   return {
     name: "bluebubbles",
+    // Through its Private API; group chats are not supported yet.
+    capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
 
     async send({ id, phone, text, media = [], replyTo }) {
       const tempGuid = `${TEMP_PREFIX}${id}`;
@@ -365,7 +368,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         throw new AppError("BAD_REQUEST", "body: malformed JSON");
       }
       const known = event.type === "new-message" || event.type === "updated-message" || event.type === "message-send-error";
-      const events = known && event.data ? bbEvents([event.data], event.type, log, attachmentUrl) : { inbound: [], statuses: [] };
+      const events = known && event.data ? bbEvents([event.data], event.type, log, attachmentUrl) : webhookEvents([], []);
       // An inbound one-to-one message names the chat of its sender: remembered for our sends.
       if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1) {
         const chat = (event.data.chats ?? []).find((c) => c.guid?.endsWith(`;-;${events.inbound[0]!.phone}`));
@@ -380,7 +383,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       // not skipped, and the ones seen again are deduplicated by guid.
       // The first time, start from now: the Mac's old history is not news.
       let after = cursor === undefined ? Date.now() : Number(cursor);
-      const all: WebhookEvents = { inbound: [], statuses: [] };
+      const all = webhookEvents([], []);
       for (let page = 0; page < 50; page++) {
         const { status, json } = await call(
           "POST",

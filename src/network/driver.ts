@@ -1,5 +1,7 @@
 import { AppError } from "../errors";
 import type { OptOutType, PendingMessage } from "../vocabulary/messages";
+import type { NetworkCapabilities } from "../vocabulary/network";
+import type { Reaction } from "../vocabulary/reactions";
 /** What a driver reports after the network took a message. */
 export interface SendResult {
   /** The network's own id for the message, when it has one. */
@@ -56,9 +58,58 @@ export interface StatusEvent {
   error?: string;
 }
 
+/** A reaction of the contact's (a tapback) on a message of the conversation, or its removal. */
+export interface ReactionEvent {
+  phone: string;
+  /** The network's id of the message reacted to (ours or theirs). */
+  targetNetworkId: string;
+  reaction: Reaction;
+  remove: boolean;
+  /** When the network says it happened (ms since the epoch). */
+  at?: number;
+}
+
+/** The contact started (`typing`) or stopped typing. */
+export interface TypingEvent {
+  phone: string;
+  typing: boolean;
+}
+
+/** The contact read one of our messages (and those before it). */
+export interface ReadEvent {
+  networkId: string;
+  /** ms since the epoch. */
+  at: number;
+}
+
+/** The contact edited or unsent one of their messages. */
+export interface EditEvent {
+  networkId: string;
+  phone: string;
+  kind: "edit" | "unsend";
+  /** The new text, for an edit. */
+  message?: string;
+  /** ms since the epoch: applied once per time. */
+  at: number;
+}
+
+/** What a network reported; every list may be empty. */
 export interface WebhookEvents {
   inbound: InboundEvent[];
   statuses: StatusEvent[];
+  reactions: ReactionEvent[];
+  typing: TypingEvent[];
+  reads: ReadEvent[];
+  edits: EditEvent[];
+}
+
+/** Reports of nothing but these inbound messages and statuses. */
+export const webhookEvents = (inbound: InboundEvent[], statuses: StatusEvent[]): WebhookEvents => ({ inbound, statuses, reactions: [], typing: [], reads: [], edits: [] });
+
+/** A message on the network: its network id and the contact's phone (the conversation). */
+export interface MessageTarget {
+  networkId: string;
+  phone: string;
 }
 
 /**
@@ -114,6 +165,8 @@ export interface OutboundMessage {
  */
 export interface NetworkDriver {
   readonly name: string;
+  /** What it can do (GET /api/network); the optional methods below are present exactly when their capability is. */
+  readonly capabilities: NetworkCapabilities;
   /** `text` may be empty when `media` is not. `replyTo`: the network's id of the message this one answers; networks that thread send it so, the others ignore it. */
   send(message: OutboundMessage): Promise<SendResult>;
   /**
@@ -131,4 +184,18 @@ export interface NetworkDriver {
    * unknown outcomes, so their `queued` messages are not failed by the stale sweep.
    */
   reconcile?(pending: PendingMessage[]): Promise<StatusEvent[]>;
+  /**
+   * Sends or (`remove`) takes away our reaction on a message. These five throw as `send`
+   * does: an AppError keeps its code (422 when the network cannot do it now), anything else
+   * is BAD_GATEWAY naming the network.
+   */
+  react?(target: MessageTarget, reaction: Reaction, remove: boolean): Promise<void>;
+  /** Starts or stops our typing indicator in the conversation. */
+  typing?(phone: string, on: boolean): Promise<void>;
+  /** Tells the contact we read the conversation. */
+  markRead?(phone: string): Promise<void>;
+  /** Edits one of our messages. */
+  edit?(target: MessageTarget, text: string): Promise<void>;
+  /** Unsends one of our messages. */
+  unsend?(target: MessageTarget): Promise<void>;
 }

@@ -3,7 +3,7 @@ import { parse as parseQuery, stringify as stringifyQuery } from "node:querystri
 import { AppError } from "../errors";
 import { TWILIO_UNSUBSCRIBED } from "../messages/opt-out";
 import { OPT_OUT_TYPES, type OptOutType } from "../vocabulary/messages";
-import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, type InboundEvent, type InboundMedia, type NetworkDriver, type StatusEvent } from "./driver";
+import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, webhookEvents, type InboundEvent, type InboundMedia, type NetworkDriver, type StatusEvent } from "./driver";
 
 export interface TwilioConfig {
   accountSid: string;
@@ -152,6 +152,8 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
 
   return {
     name: "twilio",
+    // Twilio's Programmable Messaging has no reactions, typing, read receipts, edits or threads (docs/networks.md).
+    capabilities: { reactions: false, typing: false, read_receipts: false, edit: false, unsend: false, groups: false, media: true, threads: false },
 
     // Twilio has no threaded replies: `replyTo` is kept in our record, not sent.
     async send({ id, phone, text, media = [] }) {
@@ -210,11 +212,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
             : undefined;
         const messageId = url.searchParams.get("id");
         return {
-          inbound: [],
-          statuses:
-            sid && status
-              ? [{ networkId: sid, ...(messageId ? { messageId } : {}), networkStatus, status, ...(error ? { error } : {}) }]
-              : [],
+          ...webhookEvents([], sid && status ? [{ networkId: sid, ...(messageId ? { messageId } : {}), networkStatus, status, ...(error ? { error } : {}) }] : []),
           response: new Response(null, { status: 204 }),
         };
       }
@@ -228,8 +226,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       if (media.length > 0) event.media = media;
       if (isOptOutType(optOutType)) event.optOutType = optOutType;
       return {
-        inbound: sid && from && (text || media.length > 0) ? [event] : [],
-        statuses: [],
+        ...webhookEvents(sid && from && (text || media.length > 0) ? [event] : [], []),
         response: new Response(EMPTY_TWIML, { headers: { "Content-Type": "text/xml" } }),
       };
     },

@@ -3,6 +3,7 @@ import type { Dialect, Storage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
+import type { NetworkCapabilities } from "../../src/vocabulary/network";
 import { createTestDatabase, postgresEnabled, type TestDatabase } from "../support/postgres";
 
 /** A database the unit tests run on; each test file runs its storage tests once per entry of `dialects`. */
@@ -121,3 +122,6 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
 
 /** A logger that writes nothing, for service functions under test. */
 export const quietLog = createLogger("error", {}, () => {});
+
+/** The capabilities of a fake network that only sends text. */
+export const TEXT_ONLY: NetworkCapabilities = { reactions: false, typing: false, read_receipts: false, edit: false, unsend: false, groups: false, media: false, threads: false };

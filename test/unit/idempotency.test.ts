@@ -4,7 +4,7 @@ import { beginIdempotent, checkIdempotencyKey, fingerprint, IDEMPOTENCY_TTL_MS, 
 import { sendAnswer } from "../../src/messages/records";
 import { sendAnswered, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import type { NetworkDriver } from "../../src/network/driver";
-import { clockDialects, dialects, quietLog, rejectionOf, storages, type TestDialect } from "./helpers";
+import { clockDialects, dialects, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect } from "./helpers";
 
 // Some tests wait on real time and a real database.
 setDefaultTimeout(30_000);
@@ -18,6 +18,7 @@ function controllableNetwork() {
   const held: (() => void)[] = [];
   const driver: NetworkDriver = {
     name: "test",
+    capabilities: TEXT_ONLY,
     async send(m) {
       if (mode === "refuse") throw new Error("number unreachable");
       if (mode === "hold") await new Promise<void>((r) => held.push(r));

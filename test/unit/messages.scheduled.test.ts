@@ -14,7 +14,7 @@ import { cancelScheduled, listScheduled, OPTED_OUT_AT_SEND_TIME, startScheduledS
 import { sendAtProblem, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import type { NetworkDriver } from "../../src/network/driver";
 import { createTestDatabase } from "../support/postgres";
-import { dialects, quietLog, rejectionOf, storages, type TestDialect } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect } from "./helpers";
 
 // A real database and real timers: bun's 5 s default per test is too short on a busy CI machine.
 setDefaultTimeout(30_000);
@@ -27,6 +27,7 @@ function countingNetwork(fail?: (text: string) => boolean) {
   const sent: string[] = [];
   const driver: NetworkDriver = {
     name: "loopback",
+    capabilities: TEXT_ONLY,
     async send(message) {
       sent.push(message.id);
       await Bun.sleep(1);

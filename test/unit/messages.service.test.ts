@@ -5,7 +5,7 @@ import { listHistory, pollInbound, recordInbound, sendMessage, type MessagingDep
 import { isoTime, parseIsoInstant } from "../../src/messages/time";
 import type { NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { dialects, manualClock, quietLog, rejectionOf, storages } from "./helpers";
+import { dialects, manualClock, quietLog, rejectionOf, storages, TEXT_ONLY } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
 setDefaultTimeout(30_000);
@@ -57,6 +57,7 @@ describe.each(dialects)("on $name", (dialect) => {
       let seen: string | undefined;
       const watching: NetworkDriver = {
         name: "watching",
+        capabilities: TEXT_ONLY,
         async send(message) {
           seen = (await store.get(message.id))?.status;
           return { status: "sent", networkId: "w-1" };
@@ -72,6 +73,7 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("sendMessage when the network fails", () => {
     const refusing: NetworkDriver = {
       name: "refusing",
+      capabilities: TEXT_ONLY,
       async send() {
         throw new Error("carrier refused the number");
       },
@@ -103,6 +105,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { storage, store, deps } = await setup();
       const odd: NetworkDriver = {
         name: "odd",
+        capabilities: TEXT_ONLY,
         send: () => Promise.reject("socket closed"),
       };
       const err = await rejectionOf(sendMessage({ ...deps, network: odd }, { phone: A, message: "hello" }));

@@ -8,9 +8,9 @@ import { getContact } from "../../src/messages/contacts";
 import { applyNetworkEvents } from "../../src/messages/network-events";
 import { OPTED_OUT_MESSAGE } from "../../src/messages/opt-out";
 import { recordInbound, sendMessage, type MessagingDeps } from "../../src/messages/service";
-import { RecipientOptedOut, type NetworkDriver } from "../../src/network/driver";
+import { RecipientOptedOut, webhookEvents, type NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { dialects, quietLog, rejectionOf, storages } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
 setDefaultTimeout(30_000);
@@ -23,6 +23,7 @@ function recordingNetwork(name = "loopback") {
   const sent: Parameters<NetworkDriver["send"]>[0][] = [];
   const network: NetworkDriver = {
     name,
+    capabilities: TEXT_ONLY,
     async send(m) {
       sent.push(m);
       return { networkId: `${name}:${m.id}`, status: "delivered" };
@@ -44,18 +45,18 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("inbound keywords", () => {
     test("STOP opts the contact out, START back in; other texts change nothing", async () => {
       const { storage } = await setup();
-      expect(await getContact(storage.contacts, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null });
+      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0 });
       await recordInbound(storage, "loopback", { phone: A, message: "stop please" });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(false);
+      expect((await getContact(storage, A)).opted_out).toBe(false);
       await recordInbound(storage, "loopback", { phone: A, message: " Stop. " });
-      const out = await getContact(storage.contacts, A);
+      const out = await getContact(storage, A);
       expect(out.opted_out).toBe(true);
       expect(Date.parse(out.opted_out_at!)).toBeGreaterThan(Date.now() - 60_000);
       await recordInbound(storage, "loopback", { phone: A, message: "hello again" });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
       await recordInbound(storage, "loopback", { phone: A, message: "START" });
-      expect(await getContact(storage.contacts, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null });
-      expect((await getContact(storage.contacts, B)).opted_out).toBe(false);
+      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 4 });
+      expect((await getContact(storage, B)).opted_out).toBe(false);
     });
 
     test("a duplicate (same network id) changes nothing: a STOP redelivered after START does not opt out again", async () => {
@@ -64,20 +65,20 @@ describe.each(dialects)("on $name", (dialect) => {
       await recordInbound(storage, "loopback", { phone: A, message: "START", networkId: "n-2" });
       const again = await recordInbound(storage, "loopback", { phone: A, message: "STOP", networkId: "n-1" });
       expect(again.duplicate).toBe(true);
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(false);
+      expect((await getContact(storage, A)).opted_out).toBe(false);
       expect(await total(storage, A)).toBe(2);
     });
 
     test("the network's OptOutType decides (a keyword of the account's own)", async () => {
       const { storage } = await setup();
-      await applyNetworkEvents(storage, "twilio", { inbound: [{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], statuses: [] }, quietLog, {
+      await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
-      await applyNetworkEvents(storage, "twilio", { inbound: [{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], statuses: [] }, quietLog, {
+      expect((await getContact(storage, A)).opted_out).toBe(true);
+      await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
     });
   });
 
@@ -116,6 +117,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("the network's own opt-out (RecipientOptedOut): the message stays failed, the contact is opted out, FORBIDDEN", async () => {
       const refusing: NetworkDriver = {
         name: "twilio",
+        capabilities: TEXT_ONLY,
         async send() {
           throw new RecipientOptedOut("twilio: Attempt to send to unsubscribed recipient (error 21610)");
         },
@@ -127,7 +129,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { rows } = await storage.messages.history(A, 10, 0);
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ status: "failed", error: "twilio: Attempt to send to unsubscribed recipient (error 21610)" });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
       // The next send is refused before storing.
       expect(((await rejectionOf(sendMessage(deps, { phone: A, message: "again" }))) as AppError).code).toBe("FORBIDDEN");
       expect(await total(storage, A)).toBe(1);
@@ -173,7 +175,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { storage, deps } = await setup(recordingNetwork("bluebubbles").network);
       const ours = await sendMessage(deps, { phone: A, message: "how was it?" });
       const apply = (m: { phone: string; networkId: string; replyToNetworkId: string }) =>
-        applyNetworkEvents(storage, "bluebubbles", { inbound: [{ ...m, message: "reply" }], statuses: [] }, quietLog, { maxMessageLength: 1600 });
+        applyNetworkEvents(storage, "bluebubbles", webhookEvents([{ ...m, message: "reply" }], []), quietLog, { maxMessageLength: 1600 });
       await apply({ phone: A, networkId: "in-1", replyToNetworkId: `bluebubbles:${ours.id}` });
       await apply({ phone: A, networkId: "in-2", replyToNetworkId: "in-1" });
       await apply({ phone: A, networkId: "in-3", replyToNetworkId: "unknown-guid" });

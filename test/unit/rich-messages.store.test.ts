@@ -182,7 +182,8 @@ describe.each(dialects)("on $name", (dialect) => {
       const polled = await pollInbound(messages, { limit: 10 });
       expect(polled.messages.map((m) => m.media.length)).toEqual([0, 1]);
       expect((await pollInbound(messages, { limit: 1 })).messages).toEqual([
-        { id: plain.id, phone: A, message: "hi", direction: "inbound", timestamp: expect.any(String), status: "received", reply_to: null, media: [] },
+        { id: plain.id, phone: A, message: "hi", direction: "inbound", timestamp: expect.any(String), status: "received", reply_to: null, media: [],
+          reactions: [], read_at: null, edited_at: null, unsent_at: null },
       ]);
     });
   });
@@ -265,6 +266,10 @@ describe.each(dialects)("on $name", (dialect) => {
           replyTo: "m-0",
           sendAt: sooner.sendAt!,
           mediaCount: 1,
+          reactionCount: 0,
+          readAt: null,
+          editedAt: null,
+          unsentAt: null,
         },
         expect.objectContaining({ id: middle.id, sendAt: middle.sendAt }),
       ]);

@@ -17,6 +17,12 @@ const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "message.received": "an inbound message was stored",
   "message.status_updated": "an outbound message's status changed",
   "workflow.run_failed": "a workflow run ended in error or timeout",
+  "message.reaction_added": "a reaction was put on a message",
+  "message.reaction_removed": "a reaction was taken off a message",
+  "message.read": "the contact read one of our messages",
+  "message.edited": "a message was edited",
+  "message.unsent": "a message was unsent",
+  "contact.typing": "a contact started or stopped typing",
 };
 
 export const EVENT_TYPES = Object.entries(EVENT_DESCRIPTIONS).map(([type, description]) => ({ type, description }));

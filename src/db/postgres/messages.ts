@@ -1,11 +1,12 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../../vocabulary/message-status";
-import { bySendAt, historyPage, messages, newRow, record, row, scheduledPage } from "../messages";
+import { bySendAt, historyPage, messages, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../messages";
 import { PG_NOW_MS, PG_NOW_US, sql, type Sql } from "../sql";
 import { bind, prepare, type Run } from "./sql";
 
 /** RECORD as read from a subquery `m` that selected it. */
-const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m."replyTo", m."sendAt", m."mediaCount"`;
+const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m."replyTo", m."sendAt", m."mediaCount",
+  m."reactionCount", m."readAt", m."editedAt", m."unsentAt"`;
 
 /**
  * Stores messages in one statement: the one clock (message_clock,
@@ -77,7 +78,7 @@ const paged = ({ rows }: { rows: (RecordRow & { total: number })[] }) => ({
 const conversations = prepare(
   sql<ConversationRow>(
     "messages.conversations",
-    `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut"
+    `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut", ${UNREAD} AS unread
      FROM contacts c
      CROSS JOIN LATERAL (SELECT ${record()} FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1) m
      WHERE c.messages > 0 AND ($search::text IS NULL OR strpos(c.phone, $search) > 0)

@@ -7,7 +7,7 @@ import { networkState } from "../network-state";
 import type { Repositories } from "../port";
 import { sessions } from "../sessions";
 import { sql } from "../sql";
-import { claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
+import { appendParams, claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
 import { workflows } from "../workflows";
 import { postgresMessages } from "./messages";
 import { bind, prepare, type Run } from "./sql";
@@ -51,6 +51,15 @@ const retryNow = prepare(
      SELECT ${DELIVERY_COLUMNS} FROM d JOIN events ev ON ev.id = d.event_id`,
   ),
 );
+// The event clock as the triggers' record_event moves it (drizzle/postgres/0002_webhooks.sql), its row lock held to commit.
+const appendEvent = prepare(
+  sql(
+    "events.append",
+    `WITH clock AS (UPDATE event_clock SET t = greatest(t + 1, {now_us}) RETURNING t)
+     INSERT INTO events (id, type, timestamp, message_id, status, error, data)
+     SELECT 'evt_' || {random_hex}, $type, clock.t, $messageId::text, m.status, m.error, $data::text FROM clock LEFT JOIN messages m ON m.id = $messageId::text`,
+  ),
+);
 const lockDecision = prepare(decisionRow);
 const statusOf = prepare(messageStatus);
 const purgeOldDeliveries = prepare(purgeDeliveries);
@@ -89,5 +98,6 @@ export function postgresRepositories(run: Run, batch = false): Repositories {
         events: (await purgeOldEvents(run, { ageMs })).count,
       }),
     },
+    events: { append: async (type, about) => void (await appendEvent(run, appendParams(type, about))) },
   };
 }

@@ -4,12 +4,12 @@ import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
-import { byNetworkId, bySendAt, historyPage, messages, newest, newRow, record, row, scheduledPage } from "../messages";
+import { byNetworkId, bySendAt, historyPage, messages, newest, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
 import { networkState } from "../network-state";
 import { sessions } from "../sessions";
 import { sql } from "../sql";
-import { claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
+import { appendParams, claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
 import { workflows } from "../workflows";
 import type { SyncRepositories } from "./gate";
 import { statements } from "./statements";
@@ -36,7 +36,7 @@ const scheduledTotal = sql<{ n: number }>("", `SELECT count(*) AS n FROM message
 // messages_phone_timestamp_idx; a plain substring match (instr), as the search is only digits and '+'.
 const conversations = sql<Omit<ConversationRow, "optedOut"> & { optedOut: number }>(
   "",
-  `SELECT ${record("m.")}, c.opted_out AS "optedOut"
+  `SELECT ${record("m.")}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
    JOIN messages m ON m.id = (SELECT id FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1)
    WHERE c.messages > 0 AND ($search IS NULL OR instr(c.phone, $search) > 0)
@@ -72,12 +72,21 @@ const leased = sql("", `${claimed("webhook_deliveries")} WHERE d.id = ANY($ids::
 const retryNow = sql<{ id: string }>("", `UPDATE webhook_deliveries SET ${NEW_SERIES} WHERE id = $id AND endpoint_id = $endpointId RETURNING id`);
 const deliveryById = sql("", `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = $id`);
 
+// The event clock as the triggers take it (drizzle/sqlite/0009_webhooks.sql): after the newest event, at least 1 µs apart.
+const appendEvent = sql(
+  "",
+  `INSERT INTO events (id, type, timestamp, message_id, status, error, data)
+   SELECT 'evt_' || {random_hex}, $type, max(coalesce((SELECT max(timestamp) FROM events), 0) + 1, {now_us}), $messageId, m.status, m.error, $data
+   FROM (SELECT 1) one LEFT JOIN messages m ON m.id = $messageId`,
+);
+
 /** The repositories on one bun:sqlite connection, every statement prepared once; `clock` counts microseconds. */
 export function sqliteRepositories(sqlite: Database, clock: () => number): SyncRepositories {
   const { prepareAll, bind } = statements(sqlite, clock);
   const q = prepareAll({ newest, byNetworkId, insertRow, insertMedia, historyRows, historyTotal, scheduledRows, scheduledTotal, conversations });
   const due = prepareAll({ anyDueScheduled, claimScheduled });
   const keys = prepareAll({ decisionRow, messageStatus });
+  const append = prepareAll({ appendEvent }).appendEvent;
   const hooks = prepareAll({ lease, anyDueDelivery, leased, retryNow, deliveryById, purgeDeliveries, purgeEvents });
 
   /**
@@ -146,5 +155,6 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
       retryNow: (endpointId, deliveryId) => retry.immediate(endpointId, deliveryId),
       purgeOlderThan: (ageMs) => purge.immediate(ageMs),
     },
+    events: { append: (type, about) => void append.run(appendParams(type, about)) },
   };
 }
