@@ -8,7 +8,7 @@ const tags = ["contacts"];
 const errors = { ...READ_ERRORS, 400: "`phone` is not E.164." };
 const TYPING_ERRORS = {
   ...errors,
-  422: "The network cannot show typing (GET /api/network): `typing: the <network> network cannot show typing`; nothing changed.",
+  422: "The network cannot show typing (GET /api/network): `typing: the <network> network cannot show typing`, or cannot now (BlueBubbles with its Private API off); nothing changed.",
   502: "The network failed; nothing changed.",
 };
 
@@ -74,7 +74,11 @@ export const contactsRouter = router({
           "Every inbound message of the contact gets `read_at`, and `unread` is 0. A network with read receipts is told first (the contact sees it read); on the others Textwire alone keeps it. No body.",
         protect: true,
         successDescription: "The contact, `unread` 0.",
-        errorResponses: { ...errors, 502: "The network failed; nothing changed." },
+        errorResponses: {
+          ...errors,
+          422: "The network has read receipts but cannot send them now (BlueBubbles with its Private API off); nothing changed.",
+          502: "The network failed; nothing changed.",
+        },
       },
     })
     .input(contactInput)

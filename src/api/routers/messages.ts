@@ -42,7 +42,8 @@ const ON_THE_NETWORK = {
   409: "The message is not on the network (it has no network id: never sent, or received without one).",
   502: "The network failed; nothing changed.",
 };
-const UNPROCESSABLE = (field: string) => `The network cannot do this (GET /api/network): \`${field}: the <network> network cannot …\`; nothing changed.`;
+const UNPROCESSABLE = (field: string) =>
+  `The network cannot do this (GET /api/network): \`${field}: the <network> network cannot …\`, or cannot now (BlueBubbles with its Private API off); nothing changed.`;
 const OUR_WINDOW = (verb: string, late: string) =>
   `The message cannot be ${verb}: it is not ours, not sent (yet), unsent, or ${late}; the message says which (\`message <id> cannot be ${verb}: …\`).`;
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { loopbackInput, messageOutput } from "../../messages/schemas";
 import { receiveLoopback } from "../../messages/network-events";
-import { typingOutput } from "../../messages/contacts";
 import { authedProcedure, router } from "../trpc";
 
 const inboundOutput = z.object({ success: z.boolean(), message_id: z.string(), timestamp: z.string() });
+const contactTypingOutput = z.object({ success: z.boolean(), typing: z.boolean().meta({ description: "Whether the contact is typing now." }) });
 
 export const webhooksRouter = (maxMessageLength: number) =>
   router({
@@ -32,6 +32,6 @@ export const webhooksRouter = (maxMessageLength: number) =>
         },
       })
       .input(loopbackInput(maxMessageLength))
-      .output(z.union([inboundOutput, messageOutput, typingOutput]))
+      .output(z.union([inboundOutput, messageOutput, contactTypingOutput]))
       .mutation(({ ctx, input }) => receiveLoopback(ctx.app, input)),
   });
