@@ -276,6 +276,20 @@ describe("edits and unsends", () => {
   });
 });
 
+test("ours past the windows: an edit 15 minutes after sending and an unsend 2 minutes after are 409, nothing changed", async () => {
+  const phone = newPhone();
+  const ours = await send(server, phone, "Meet at 9");
+  // Sent 3 minutes ago (timestamps are unique µs: this one moves into a gap of its own).
+  expect(await server.db.run("UPDATE messages SET timestamp = timestamp - 180000000 WHERE id = ?", ours.message_id)).toBe(1);
+  const late = expectError(await call(server, "POST", `/api/messages/${ours.message_id}/unsend`), 409, "CONFLICT");
+  expect(late.error.message).toBe(`message ${ours.message_id} cannot be unsent: it was sent more than 2 minutes ago`);
+  ok(await call(server, "POST", `/api/messages/${ours.message_id}/edit`, { body: { message: "Meet at 10" } }), "edit within 15 minutes");
+  expect(await server.db.run("UPDATE messages SET timestamp = timestamp - 780000000 WHERE id = ?", ours.message_id)).toBe(1);
+  const later = expectError(await call(server, "POST", `/api/messages/${ours.message_id}/edit`, { body: { message: "Meet at 11" } }), 409, "CONFLICT");
+  expect(later.error.message).toBe(`message ${ours.message_id} cannot be edited: it was sent more than 15 minutes ago`);
+  expect(await recordOf(phone, ours.message_id)).toMatchObject({ message: "Meet at 10", unsent_at: null });
+});
+
 describe("the loopback webhook's combinations", () => {
   const cases: [string, Record<string, unknown>, string][] = [
     ["nothing to do", {}, "message"],
