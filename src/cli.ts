@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { createApp } from "./app";
+import { createApp, type App } from "./app";
 import { createKey, listKeys, revokeKey } from "./auth/keys";
 import { ConfigError, loadConfig } from "./config";
 import { DatabaseError, openStorage } from "./db";
@@ -13,8 +13,8 @@ import { markConversationRead } from "./messages/read-state";
 import { editInput, inboundInput, messageIdInput, reactInput, sendInput } from "./messages/schemas";
 import { recordInbound, sendMessage } from "./messages/service";
 import { setOurTyping } from "./messages/typing";
-import { REACTIONS } from "./vocabulary/reactions";
 import { EVENT_TYPES } from "./vocabulary/events";
+import { REACTIONS } from "./vocabulary/reactions";
 import {
   createEndpoint,
   deleteEndpoint,
@@ -72,7 +72,7 @@ async function openApp() {
 }
 
 /** Runs `work` with the app, closing its storage after. */
-async function withApp<T>(work: (app: Awaited<ReturnType<typeof openApp>>) => Promise<T>): Promise<T> {
+async function withApp<T>(work: (app: App) => Promise<T>): Promise<T> {
   const app = await openApp();
   try {
     return await work(app);

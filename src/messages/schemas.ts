@@ -102,20 +102,14 @@ const textOrMedia: [(input: { message?: unknown; media?: unknown }) => boolean, 
   { path: ["message"], message: "is required (or media)", when: ({ value }) => typeof value === "object" && value !== null },
 ];
 
-/** A message id of ours. */
-const messageIdSchema = z
+/** An id: of a message of ours, or the network's id of one. */
+const idSchema = z
   .string(typeError("a string"))
   .min(1, { error: "must not be empty" })
   .max(255, { error: "must be at most 255 characters" });
 
 /** A message id of ours (`reply_to`): whether it exists, with the same contact, is the service's to say. */
-const replyToSchema = (description: string) =>
-  z
-    .string(typeError("a string"))
-    .min(1, { error: "must not be empty" })
-    .max(255, { error: "must be at most 255 characters" })
-    .optional()
-    .meta({ description });
+const replyToSchema = (description: string) => idSchema.optional().meta({ description });
 
 export const sendInput = (maxLength: number) =>
   z
@@ -130,20 +124,12 @@ export const sendInput = (maxLength: number) =>
     })
     .refine(...textOrMedia);
 
-/** A network's id of a message, as the loopback webhook plays it. */
-const networkIdSchema = (description: string) =>
-  z
-    .string(typeError("a string"))
-    .min(1, { error: "must not be empty" })
-    .max(255, { error: "must be at most 255 characters" })
-    .meta({ description });
-
 const inboundFields = (maxLength: number) =>
   z.object({
     phone: phoneSchema,
     message: messageTextSchema(maxLength).optional(),
     media: mediaInput.optional(),
-    id: networkIdSchema("The network's own id of the message; the same id twice stores one message.").optional(),
+    id: idSchema.optional().meta({ description: "The network's own id of the message; the same id twice stores one message." }),
     reply_to: replyToSchema("The id of a message with the same contact that this one answers (a threaded reply)."),
   });
 
@@ -166,7 +152,7 @@ export const loopbackInput = (maxLength: number) =>
     .extend({
       reaction: z
         .object({
-          message_id: messageIdSchema.meta({ description: "The message reacted to: an id of ours (sent or received) in this conversation." }),
+          message_id: idSchema.meta({ description: "The message reacted to: an id of ours (sent or received) in this conversation." }),
           reaction: reactionSchema,
           remove: trueOrFalse().optional().meta({ description: "true: the contact takes this reaction off." }),
         })
@@ -174,18 +160,18 @@ export const loopbackInput = (maxLength: number) =>
         .meta({ description: "The contact reacts to a message (a tapback), or (`remove`) takes the reaction off." }),
       typing: trueOrFalse().optional().meta({ description: "The contact started (true) or stopped (false) typing." }),
       read: z
-        .object({ message_id: messageIdSchema.meta({ description: "One of our messages in this conversation: it and our earlier ones are read." }) })
+        .object({ message_id: idSchema.meta({ description: "One of our messages in this conversation: it and our earlier ones are read." }) })
         .optional()
         .meta({ description: "The contact read our messages up to this one (a read receipt)." }),
       edit: z
         .object({
-          id: networkIdSchema("The network id (`id` when it was delivered) of the contact's message."),
+          id: idSchema.meta({ description: "The network id (`id` when it was delivered) of the contact's message." }),
           message: messageTextSchema(maxLength),
         })
         .optional()
         .meta({ description: "The contact edits one of their messages: its new text." }),
       unsend: z
-        .object({ id: networkIdSchema("The network id (`id` when it was delivered) of the contact's message.") })
+        .object({ id: idSchema.meta({ description: "The network id (`id` when it was delivered) of the contact's message." }) })
         .optional()
         .meta({ description: "The contact unsends one of their messages." }),
     })
@@ -302,7 +288,7 @@ export const scheduledInput = z.object({
 export const scheduledOutput = historyOutput;
 
 export const messageIdInput = z.object({
-  id: messageIdSchema.meta({ description: "The message's id (`message_id` of POST /api/send).", example: "01a20973-b8dc-74d8-be4d-b76a701b138f" }),
+  id: idSchema.meta({ description: "The message's id (`message_id` of POST /api/send).", example: "01a20973-b8dc-74d8-be4d-b76a701b138f" }),
 });
 
 export const reactInput = messageIdInput.extend({ reaction: reactionSchema });
