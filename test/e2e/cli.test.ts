@@ -2,7 +2,7 @@
 // it creates or revokes take effect at once, messages it sends or receives appear in
 // the server's history and poll; bad input is a non-zero exit with one line on stderr.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { call, expectRecord, expectSendResult, expectStrictlyIncreasing, history, newPhone, poll, send, type SendResult } from "./api";
+import { call, expectRecord, expectSendResult, expectStrictlyIncreasing, history, inbound, newPhone, poll, send, type SendResult } from "./api";
 import { KEY_PATTERN, lines, runCli, startServer, testDatabase, type CliResult, type Server, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -285,4 +285,70 @@ describe("webhooks", () => {
     expectOneLineError(await runCli(["webhooks", "create", "https://10.0.0.1/x"], { DATABASE_URL: db.url }), "private");
     expect((await call<{ endpoints: unknown[] }>(server, "GET", "/api/webhook-endpoints")).body.endpoints.length).toBe(before);
   });
+});
+
+describe("reactions, edits, unsends, typing and read marks", () => {
+  let server: Server;
+  let db: TestDatabase;
+  const cli = (...args: string[]) => runCli(args, { DATABASE_URL: db.url });
+  /** The JSON a command printed; fails with its stderr when it exited non-zero. */
+  const json = (r: CliResult) => {
+    if (r.code !== 0) throw new Error(`CLI failed (${r.code}): ${r.stderr}`);
+    return JSON.parse(r.stdout) as Record<string, any>;
+  };
+  const record = async (phone: string, id: string) => (await history(server, phone)).messages.find((m) => m.id === id) as Record<string, any>;
+
+  beforeAll(async () => {
+    db = await testDatabase();
+    server = await startServer({ db });
+  }, 60_000);
+  afterAll(async () => {
+    server?.kill();
+    await db?.cleanup();
+  });
+
+  test("network prints the network's capabilities", async () => {
+    expect(json(await cli("network"))).toEqual({
+      name: "loopback",
+      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+    });
+  });
+
+  test("react, unreact, edit and unsend change the message the server shows", async () => {
+    const phone = newPhone();
+    const sent = await send(server, phone, "Meet at 9");
+    expect(json(await cli("react", sent.message_id, "love")).message.reactions).toEqual([{ reaction: "love", direction: "outbound", phone: null, timestamp: expect.any(String) }]);
+    expect((await record(phone, sent.message_id)).reactions.map((r: { reaction: string }) => r.reaction)).toEqual(["love"]);
+    expect(json(await cli("unreact", sent.message_id)).message.reactions).toEqual([]);
+    expect(json(await cli("edit", sent.message_id, "Meet at 10")).message).toMatchObject({ message: "Meet at 10", edited_at: expect.any(String) });
+    expect((await record(phone, sent.message_id)).message).toBe("Meet at 10");
+    expect(json(await cli("unsend", sent.message_id)).message).toMatchObject({ message: "", unsent_at: expect.any(String) });
+    expect((await record(phone, sent.message_id)).unsent_at).toEqual(expect.any(String));
+  });
+
+  test("typing on and off; read zeroes the contact's unread", async () => {
+    const phone = newPhone();
+    expect(json(await cli("typing", phone, "on"))).toEqual({ success: true, typing: true });
+    expect(json(await cli("typing", phone, "off"))).toEqual({ success: true, typing: false });
+    await inbound(server, phone, "are you there?");
+    expect(json(await cli("read", phone)).contact).toMatchObject({ phone, unread: 0 });
+    expect((await call<{ contact: { unread: number } }>(server, "GET", `/api/contacts/${encodeURIComponent(phone)}`)).body.contact.unread).toBe(0);
+  });
+
+  const bad: [string, string[], string][] = [
+    ["an unknown reaction", ["react", "some-id", "wow"], "reaction"],
+    ["a reaction to an unknown message", ["react", crypto.randomUUID(), "love"], "not found"],
+    ["edit without its text", ["edit", "some-id"], "expected id message"],
+    ["an edit of an unknown message", ["edit", crypto.randomUUID(), "new text"], "not found"],
+    ["unsend of an unknown message", ["unsend", crypto.randomUUID()], "not found"],
+    ["typing neither on nor off", ["typing", "+14155550123", "maybe"], "on or off"],
+    ["typing to a malformed phone", ["typing", "4155550123", "on"], "phone"],
+    ["read of a malformed phone", ["read", "nope"], "phone"],
+    ["network with an argument", ["network", "loopback"], "expected"],
+  ];
+  for (const [what, args, mentions] of bad) {
+    test(`${what}: non-zero exit, one line`, async () => {
+      expectOneLineError(await cli(...args), mentions);
+    });
+  }
 });
