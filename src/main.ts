@@ -8,7 +8,9 @@ import { AppError } from "./errors";
 import { createLogger, errorText, type Logger } from "./log";
 import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
+import { canDo } from "./messages/network-actions";
 import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
+import { stopExpiredTyping } from "./messages/typing";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
 import { configuredRemoteBackend } from "./workflows/remote-backend";
@@ -22,6 +24,12 @@ const STALE_QUEUED_ERROR = "interrupted: the process stopped before the network 
 const MAINTENANCE_LEASE = "maintenance";
 /** How often to ask a network for what its webhooks missed (BlueBubbles does not retry them). */
 const CATCH_UP_EVERY_MS = 3 * 60_000;
+/**
+ * How often our typing indicators past their 60 s are stopped: on its own loop, as the
+ * maintenance round (MAINTENANCE_INTERVAL_MS, a minute) would let one last two. Each is
+ * cleared by one process (a conditional UPDATE), which tells the network.
+ */
+const TYPING_SWEEP_MS = 5_000;
 /** Webhook deliveries settled (and events with none pending) are kept this long. */
 const WEBHOOK_LOG_RETENTION_MS = 30 * 24 * 60 * 60_000;
 const MODES = ["all", "api", "worker"] as const;
@@ -116,6 +124,15 @@ function startCatchUp(app: App, log: Logger) {
   }, log.child({ network: app.network.name }));
 }
 
+/** Stops our typing indicators past their time (src/messages/typing.ts); an idle round is one read. */
+function startTypingSweep(app: App, log: Logger) {
+  if (!canDo(app.network, "typing")) return undefined;
+  return repeatEvery("typing sweep", TYPING_SWEEP_MS, async () => {
+    const stopped = await stopExpiredTyping(app);
+    if (stopped > 0) log.info("stopped our typing indicators past their time", { count: stopped });
+  }, log.child({ network: app.network.name }));
+}
+
 /** Asks the network about outbound messages not final after a while (BlueBubbles). */
 function startReconcile(app: App, log: Logger) {
   if (!app.network.reconcile) return undefined;
@@ -166,6 +183,7 @@ let stopping = false;
 let maintenance: ReturnType<typeof startMaintenance> | undefined;
 let catchUp: Repeating | undefined;
 let reconcile: Repeating | undefined;
+let typingSweep: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
 let deliverer: Deliverer | undefined;
@@ -177,6 +195,7 @@ async function shutdown(signal: string) {
   const released = maintenance?.stop();
   catchUp?.stop();
   reconcile?.stop();
+  typingSweep?.stop();
   log.info("shutting down", { signal });
   const forced = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");
@@ -196,6 +215,7 @@ maintenance = startMaintenance(app, log, owner);
 if (mode !== "worker") {
   catchUp = startCatchUp(app, log);
   reconcile = startReconcile(app, log);
+  typingSweep = startTypingSweep(app, log);
   await ensureSomeKey(app);
   server = startHttp(app, log);
   if (config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoInstant, messageRecord, wholeNumber } from "../messages/schemas";
+import { isoInstant, messageRecord, reactionRecord, wholeNumber } from "../messages/schemas";
 import { EVENT_TYPES } from "../vocabulary/events";
 import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
 
@@ -28,6 +28,11 @@ export const runRecord = z
   })
   .meta({ id: "WorkflowRun" });
 
+/** The reaction a reaction event is about. */
+const reactionChange = reactionRecord.omit({ timestamp: true }).meta({ id: "ReactionChange" });
+/** A message event's data with the reaction it is about. */
+const withReaction = (description: string) => messageRecord.extend({ reaction: reactionChange.meta({ description }) });
+
 export const eventRecord = z
   .discriminatedUnion("type", [
     z
@@ -43,6 +48,32 @@ export const eventRecord = z
     z
       .object({ ...eventFields, type: z.literal("workflow.run_failed"), data: runRecord })
       .meta({ id: "WorkflowRunFailedEvent", description: "A workflow run (not a dry run) ended as error or timeout." }),
+    z
+      .object({ ...eventFields, type: z.literal("message.reaction_added"), data: withReaction("The reaction put on it.") })
+      .meta({ id: "MessageReactionAddedEvent", description: "A reaction was put on a message, by the contact or by us (it replaces that person's previous one)." }),
+    z
+      .object({ ...eventFields, type: z.literal("message.reaction_removed"), data: withReaction("The reaction taken off.") })
+      .meta({ id: "MessageReactionRemovedEvent", description: "A reaction was taken off a message." }),
+    z
+      .object({ ...eventFields, type: z.literal("message.read"), data: messageRecord })
+      .meta({ id: "MessageReadEvent", description: "The contact read one of our messages (`read_at`); its status does not change." }),
+    z
+      .object({
+        ...eventFields,
+        type: z.literal("message.edited"),
+        data: messageRecord.extend({ previous_message: z.string().meta({ description: "The text before this edit." }) }),
+      })
+      .meta({ id: "MessageEditedEvent", description: "A message was edited, by the contact or by us: `message` is the new text." }),
+    z
+      .object({ ...eventFields, type: z.literal("message.unsent"), data: messageRecord })
+      .meta({ id: "MessageUnsentEvent", description: "A message was unsent, by the contact or by us: its `message` is now empty." }),
+    z
+      .object({
+        ...eventFields,
+        type: z.literal("contact.typing"),
+        data: z.object({ phone: z.string(), typing: z.boolean().meta({ description: "true: started typing; false: stopped." }) }),
+      })
+      .meta({ id: "ContactTypingEvent", description: "The contact started or stopped typing (a start lapses after 60 s without a stop event). Stored as no message." }),
   ])
   .meta({ id: "Event" });
 

@@ -3,11 +3,15 @@ import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import { webhookEvents, type DriverState, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
 import type { OptOutType } from "../vocabulary/messages";
+import { applyInboundEdit } from "./edits";
 import { isE164 } from "./phone";
-import { inboundAnswer } from "./records";
+import { applyInboundReaction, applyReactionText } from "./reactions";
+import { applyReadReceipt } from "./read-state";
+import { inboundAnswer, toRecords } from "./records";
 import type { MessageRecord } from "./schemas";
 import { recordInbound, repliedMessage } from "./service";
 import { cleanInboundText } from "./text";
+import { applyTyping } from "./typing";
 
 export interface AppliedEvents {
   /** Inbound messages stored now. */
@@ -18,6 +22,8 @@ export interface AppliedEvents {
   applied: number;
   /** Reports kept but not applied: out of order, after a final status, or about no message of ours. */
   ignored: number;
+  /** Reactions, read receipts, edits and typing reports that changed something (SMS reaction texts included). */
+  changed: number;
 }
 
 /**
@@ -46,11 +52,17 @@ export async function storeInbound(
   return result;
 }
 
-/** POST /webhooks/loopback: an inbound message the caller forges, stored as a real network's is. */
+/**
+ * POST /webhooks/loopback: an inbound message the caller forges, stored as a real network's
+ * is. An SMS reaction text quoting one of our messages is a reaction on it, answered with
+ * that message's id and timestamp.
+ */
 export async function receiveLoopback(
   deps: { storage: Storage; log: Logger; media?: MediaDeps },
   input: { phone: string; message?: string; id?: string; media?: readonly { url: string }[]; reply_to?: string },
 ) {
+  const reacted = input.message && !input.media ? await applyReactionText(deps.storage, input.phone, input.message) : undefined;
+  if (reacted) return inboundAnswer((await toRecords(deps.storage.messages, [reacted]))[0]!);
   const replyTo = input.reply_to === undefined ? undefined : (await repliedMessage(deps.storage.messages, input.phone, input.reply_to)).id;
   const { record } = await storeInbound(
     deps.storage,
@@ -69,10 +81,13 @@ export async function receiveLoopback(
 }
 
 /**
- * Stores what a network reported: inbound messages (once per network id) and delivery
- * reports (each kept with its time; the status rule decides whether it moves the message).
- * Inbound text of every network passes the rules of a sent message first (cleanInboundText:
- * cleaned or cut with a mark, never refused, since the network will not send it again).
+ * Stores what a network reported: inbound messages (once per network id), delivery reports
+ * (each kept with its time; the status rule decides whether it moves the message), then
+ * reactions, read receipts, edits and typing (src/messages/reactions.ts, read-state.ts,
+ * edits.ts, typing.ts). Inbound text of every network passes the rules of a sent message
+ * first (cleanInboundText: cleaned or cut with a mark, never refused, since the network will
+ * not send it again); a text that is an SMS reaction to one of our messages is applied as a
+ * reaction and never stored as a message.
  */
 export async function applyNetworkEvents(
   storage: Storage,
@@ -82,7 +97,7 @@ export async function applyNetworkEvents(
   opts: { maxMessageLength: number; media?: MediaDeps },
 ): Promise<AppliedEvents> {
   const { messages } = storage;
-  const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0 };
+  const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0, changed: 0 };
   for (const m of events.inbound) {
     if (!isE164(m.phone)) {
       log.warn("inbound message from a non-phone address skipped", { network, networkId: m.networkId });
@@ -93,6 +108,10 @@ export async function applyNetworkEvents(
     // Media alone is a message (its text empty); nothing readable and no media is none.
     if (text === null && !m.media?.length) {
       log.warn("inbound message with no readable text skipped", { network, networkId: m.networkId });
+      continue;
+    }
+    if (text !== null && !m.media?.length && (await applyReactionText(storage, m.phone, m.message))) {
+      result.changed++;
       continue;
     }
     const replyTo = m.replyToNetworkId ? await repliedByNetworkId(storage.messages, network, m.phone, m.replyToNetworkId) : undefined;
@@ -136,6 +155,13 @@ export async function applyNetworkEvents(
     if (applied) result.applied++;
     else result.ignored++;
   }
+  const changes = [
+    ...events.reactions.map((r) => () => applyInboundReaction(storage, network, r, log)),
+    ...events.reads.map((r) => () => applyReadReceipt(storage, network, r, log)),
+    ...events.edits.map((e) => () => applyInboundEdit(storage, network, e, log, opts.maxMessageLength)),
+    ...events.typing.filter((t) => isE164(t.phone)).map((t) => () => applyTyping(storage, t)),
+  ];
+  for (const change of changes) if (await change()) result.changed++;
   return result;
 }
 

@@ -9,6 +9,7 @@ import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type Media
 import { optedOutError, optOutAction } from "./opt-out";
 import { pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
+import { stopTypingOnSend } from "./typing";
 
 export interface MessagingDeps {
   storage: Storage;
@@ -167,6 +168,7 @@ export async function sendStored(
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
+  await stopTypingOnSend(deps, row.phone);
   let moved = false;
   const recorded = await recordStatus(deps, row.id, async () => {
     moved = await storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null });

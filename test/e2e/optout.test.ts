@@ -34,6 +34,7 @@ interface Contact {
   phone: string;
   opted_out: boolean;
   opted_out_at: string | null;
+  unread: number;
 }
 
 const model = startFakeOpenAI({ kind: "text", text: "A generated reply" });
@@ -68,7 +69,7 @@ function expectOptedOut(reply: Awaited<ReturnType<typeof call>>): void {
 describe("on loopback", () => {
   test("STOP opts out: sends are 403 and store nothing; START opts back in", async () => {
     const phone = newPhone();
-    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null });
+    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null, unread: 0 });
     await send(server, phone, "hello");
     await inbound(server, phone, " Stop. ");
     const out = await contact(server, phone);
@@ -85,7 +86,7 @@ describe("on loopback", () => {
     await inbound(server, phone, "stop please");
     expect((await contact(server, phone)).opted_out).toBe(true);
     await inbound(server, phone, "START");
-    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null });
+    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null, unread: 3 });
     await send(server, phone, "welcome back");
     expect((await history(server, phone)).messages[0]).toMatchObject({ message: "welcome back", status: "delivered" });
   });

@@ -45,18 +45,18 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("inbound keywords", () => {
     test("STOP opts the contact out, START back in; other texts change nothing", async () => {
       const { storage } = await setup();
-      expect(await getContact(storage.contacts, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null });
+      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0 });
       await recordInbound(storage, "loopback", { phone: A, message: "stop please" });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(false);
+      expect((await getContact(storage, A)).opted_out).toBe(false);
       await recordInbound(storage, "loopback", { phone: A, message: " Stop. " });
-      const out = await getContact(storage.contacts, A);
+      const out = await getContact(storage, A);
       expect(out.opted_out).toBe(true);
       expect(Date.parse(out.opted_out_at!)).toBeGreaterThan(Date.now() - 60_000);
       await recordInbound(storage, "loopback", { phone: A, message: "hello again" });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
       await recordInbound(storage, "loopback", { phone: A, message: "START" });
-      expect(await getContact(storage.contacts, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null });
-      expect((await getContact(storage.contacts, B)).opted_out).toBe(false);
+      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 4 });
+      expect((await getContact(storage, B)).opted_out).toBe(false);
     });
 
     test("a duplicate (same network id) changes nothing: a STOP redelivered after START does not opt out again", async () => {
@@ -65,7 +65,7 @@ describe.each(dialects)("on $name", (dialect) => {
       await recordInbound(storage, "loopback", { phone: A, message: "START", networkId: "n-2" });
       const again = await recordInbound(storage, "loopback", { phone: A, message: "STOP", networkId: "n-1" });
       expect(again.duplicate).toBe(true);
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(false);
+      expect((await getContact(storage, A)).opted_out).toBe(false);
       expect(await total(storage, A)).toBe(2);
     });
 
@@ -74,11 +74,11 @@ describe.each(dialects)("on $name", (dialect) => {
       await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
       await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
     });
   });
 
@@ -129,7 +129,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { rows } = await storage.messages.history(A, 10, 0);
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ status: "failed", error: "twilio: Attempt to send to unsubscribed recipient (error 21610)" });
-      expect((await getContact(storage.contacts, A)).opted_out).toBe(true);
+      expect((await getContact(storage, A)).opted_out).toBe(true);
       // The next send is refused before storing.
       expect(((await rejectionOf(sendMessage(deps, { phone: A, message: "again" }))) as AppError).code).toBe("FORBIDDEN");
       expect(await total(storage, A)).toBe(1);

@@ -19,5 +19,5 @@ export const contactsRouter = router({
     })
     .input(contactInput)
     .output(documentedOnly(contactOutput))
-    .query(async ({ ctx, input }) => ({ success: true, contact: await getContact(ctx.app.storage.contacts, input.phone) })),
+    .query(async ({ ctx, input }) => ({ success: true, contact: await getContact(ctx.app.storage, input.phone) })),
 });

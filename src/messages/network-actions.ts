@@ -1,0 +1,58 @@
+import type { MessageRow, Repositories } from "../db/port";
+import { AppError } from "../errors";
+import { errorText } from "../log";
+import type { MessageTarget, NetworkDriver } from "../network/driver";
+import type { Capability } from "../vocabulary/network";
+import { toRecords } from "./records";
+import type { MessageRecord } from "./schemas";
+
+type Action = "react" | "typing" | "markRead" | "edit" | "unsend";
+
+/** For each action: the capability it needs, the field a refusal names and what the network cannot do. */
+const ACTIONS: Record<Action, { capability: Capability; field: string; cannot: string }> = {
+  react: { capability: "reactions", field: "reaction", cannot: "send reactions" },
+  typing: { capability: "typing", field: "typing", cannot: "show typing" },
+  markRead: { capability: "read_receipts", field: "read", cannot: "send read receipts" },
+  edit: { capability: "edit", field: "message", cannot: "edit messages" },
+  unsend: { capability: "unsend", field: "unsend", cannot: "unsend messages" },
+};
+
+/** Whether the network can do `action` (its capability and its driver's method). */
+export const canDo = (network: NetworkDriver, action: Action) => network.capabilities[ACTIONS[action].capability] && network[action] !== undefined;
+
+/**
+ * The network's `action`, checked before anything changes: 422 UNPROCESSABLE_CONTENT naming
+ * the field and the network when it cannot. A failure of the call keeps an AppError's code
+ * (422 when the network cannot now) and is BAD_GATEWAY naming the network otherwise.
+ */
+export function networkAction<A extends Action>(network: NetworkDriver, action: A): (...args: Parameters<NonNullable<NetworkDriver[A]>>) => Promise<void> {
+  const { field, cannot } = ACTIONS[action];
+  if (!canDo(network, action)) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot ${cannot}`);
+  const method = network[action] as (...args: unknown[]) => Promise<void>;
+  return async (...args) => {
+    try {
+      await method.apply(network, args);
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw new AppError("BAD_GATEWAY", `${field}: the ${network.name} network failed: ${errorText(err)}`);
+    }
+  };
+}
+
+/** The message `id` names, or 404. */
+export async function messageById(repos: Pick<Repositories, "messages">, id: string): Promise<MessageRow> {
+  const row = await repos.messages.get(id);
+  if (!row) throw new AppError("NOT_FOUND", `message ${id} not found`);
+  return row;
+}
+
+/** The message as the network knows it, or 409 when it has no network id (never sent, or received without one). */
+export function targetOf(row: MessageRow): MessageTarget {
+  if (!row.networkId) throw new AppError("CONFLICT", `message ${row.id} is not on the network (it has no network id)`);
+  return { networkId: row.networkId, phone: row.phone };
+}
+
+/** The record of a message as it is now. */
+export async function currentRecord(repos: Pick<Repositories, "messages">, id: string): Promise<MessageRecord> {
+  return (await toRecords(repos.messages, [await messageById(repos, id)]))[0]!;
+}

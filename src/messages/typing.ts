@@ -1,0 +1,66 @@
+import type { Repositories, Storage } from "../db/port";
+import { errorText, type Logger } from "../log";
+import type { NetworkDriver, TypingEvent } from "../network/driver";
+import { canDo, networkAction } from "./network-actions";
+
+/** How long a typing indicator lasts without news: the contact's after the network's last report, ours after we started it. */
+export const TYPING_MS = 60_000;
+/** How many of our expired indicators one sweep stops. */
+const SWEEP_BATCH = 100;
+
+/**
+ * Starts (`on`) or stops our typing indicator in the conversation with `phone`: 422 when
+ * the network cannot. It stops by itself after TYPING_MS (stopExpiredTyping) and when a
+ * message is sent to the contact (stopTypingOnSend).
+ */
+export async function setOurTyping(deps: { storage: Storage; network: NetworkDriver }, phone: string, on: boolean): Promise<{ typing: boolean }> {
+  await networkAction(deps.network, "typing")(phone, on);
+  if (on) await deps.storage.contacts.startOurTyping(phone, TYPING_MS);
+  else await deps.storage.contacts.stopOurTyping(phone, false);
+  return { typing: on };
+}
+
+/**
+ * A message went to the contact: our indicator is off. Only the state: the network stops
+ * it itself when a message is sent (BlueBubbles' server does; a DELETE would start it
+ * again, docs/networks.md), and the loopback network shows nothing.
+ */
+export async function stopTypingOnSend(deps: { storage: Pick<Repositories, "contacts">; network: NetworkDriver; log: Logger }, phone: string): Promise<void> {
+  if (!canDo(deps.network, "typing")) return;
+  // A failure only leaves the state on until the sweep clears it.
+  await deps.storage.contacts.stopOurTyping(phone, false).catch((err) => deps.log.warn("typing state not cleared after a send", { error: errorText(err) }));
+}
+
+/**
+ * Our indicators on past TYPING_MS, stopped: each cleared once (whichever process clears it
+ * tells the network), then the network told. Returns how many. A read first: nothing is
+ * written when none expired.
+ */
+export async function stopExpiredTyping(deps: { storage: Storage; network: NetworkDriver; log: Logger }): Promise<number> {
+  const { contacts } = deps.storage;
+  let stopped = 0;
+  for (const phone of await contacts.ourTypingExpired(SWEEP_BATCH)) {
+    if (!(await contacts.stopOurTyping(phone, true))) continue;
+    stopped++;
+    await deps.network.typing?.(phone, false).catch((err) => deps.log.warn("the network did not stop our typing", { error: errorText(err) }));
+  }
+  return stopped;
+}
+
+/**
+ * The contact started or stopped typing (the network said): kept for TYPING_MS, and event
+ * `contact.typing` when that changes whether they are typing. A start that lapsed without a
+ * stop writes no event when it lapses.
+ */
+export async function applyTyping(storage: Storage, event: TypingEvent): Promise<boolean> {
+  return storage.transaction(async (tx) => {
+    const was = await tx.contacts.typing(event.phone);
+    await tx.contacts.setTyping(event.phone, event.typing ? TYPING_MS : null);
+    if (was === event.typing) return false;
+    await tx.events.append("contact.typing", { data: { phone: event.phone, typing: event.typing } });
+    return true;
+  });
+}
+
+/** Whether the contact is typing now (`ctx.isTyping`). */
+export const isContactTyping = (storage: Pick<Repositories, "contacts">, phone: string) => storage.contacts.typing(phone);
