@@ -6,14 +6,17 @@
 //   stored again; delivery and error updates moving its status forward only;
 // - catch-up: what the webhooks missed is fetched with message/query at start, stored once
 //   across restarts;
+// - the contact's tapbacks (reactions, never messages), typing, read receipts, edits and
+//   unsends, as the server posts them, applied to the records and listed as events;
 // - missing driver settings stop start-up with one line naming the variable.
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
+import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type MessageRecord, type SendResult } from "./api";
 import { lines, spawnServer, startServer, testDatabase, waitUntil, type EnvOverlay, type Server, type TestDatabase } from "./harness";
 import {
   bbAttachment,
   bbMessage,
+  bbNotification,
   bbTapback,
   bbUpdated,
   blueBubblesEnv,
@@ -708,6 +711,94 @@ describe("start-up without the BlueBubbles settings", () => {
     expect(errLines[0]!).toContain(name);
     if (name === "WEBHOOK_SECRET") expect(child.stderr).not.toContain(value);
     expect(child.stderr).not.toContain(fake.password);
+  });
+});
+
+describe("reactions, typing, read state, edits and unsends from the BlueBubbles server (its Private API on)", () => {
+  type Conversed = MessageRecord & {
+    reactions: { reaction: string; direction: string; phone: string | null; timestamp: string }[];
+    read_at: string | null;
+    edited_at: string | null;
+    unsent_at: string | null;
+  };
+  // An event's data: the message's record as it is now, plus what the event carries.
+  type Listed = {
+    events: { type: string; data: Conversed & { phone?: string; typing?: boolean; previous_message?: string; reaction?: { reaction: string; direction: string; phone: string | null } } }[];
+  };
+  let f: FakeBlueBubbles;
+  let s: Server;
+  beforeAll(async () => {
+    f = startFakeBlueBubbles({ privateApi: true });
+    fakes.push(f);
+    s = await startServer({ env: bbEnv(f) });
+    servers.push(s);
+    f.webhooks.push(`${s.url}/webhooks/bluebubbles?secret=${SECRET}`);
+  }, 60_000);
+
+  const recordOf = async (phone: string, id: string) => (await history(s, phone)).messages.find((m) => m.id === id) as Conversed;
+  const eventsOf = async (type: string, phone: string) =>
+    (await call<Listed>(s, "GET", `/api/events?type=${type}&limit=100`)).body.events.filter((e) => (e.data.phone ?? "") === phone);
+  /** Our message through Textwire and the Mac's copy of it. */
+  async function ours(phone: string, text: string) {
+    f.addChat(phone);
+    const sent = await send(s, phone, text);
+    return { id: sent.message_id, mac: f.sent.at(-1)! };
+  }
+  /** The contact's message as the Mac announces it, and its id in Textwire. */
+  async function theirs(phone: string, text: string) {
+    const mac = bbMessage({ address: phone, text });
+    await f.emit("new-message", mac);
+    const stored = (await history(s, phone)).messages.find((m) => m.message === text)!;
+    return { id: stored.id, mac };
+  }
+
+  test("the contact's tapback lands on our message as a reaction and an event, is never a message nor polled; its removal clears it", async () => {
+    const phone = newPhone();
+    const { id, mac } = await ours(phone, "Your order has shipped.");
+    await f.contactReacts(mac, "love");
+    expect((await recordOf(phone, id)).reactions).toEqual([{ reaction: "love", direction: "inbound", phone, timestamp: expect.any(String) }]);
+    await f.contactReacts(mac, "-love");
+    expect((await recordOf(phone, id)).reactions).toEqual([]);
+    expect((await history(s, phone)).total).toBe(1);
+    expect((await poll(s, { phone })).count).toBe(0);
+    const reaction = { reaction: "love", direction: "inbound", phone };
+    expect((await eventsOf("message.reaction_added", phone)).map((e) => [e.data.id, e.data.reaction])).toEqual([[id, reaction]]);
+    expect((await eventsOf("message.reaction_removed", phone)).map((e) => [e.data.id, e.data.reaction])).toEqual([[id, reaction]]);
+  });
+
+  test("the contact's typing (typing-indicator) is a contact.typing event and no message", async () => {
+    const phone = newPhone();
+    await f.contactTypes(phone, true);
+    await f.contactTypes(phone, false);
+    expect((await eventsOf("contact.typing", phone)).map((e) => e.data.typing)).toEqual([true, false]);
+    expect((await history(s, phone)).total).toBe(0);
+  });
+
+  test("a read receipt (updated-message with dateRead, no chats) sets read_at on our message; its status stays", async () => {
+    const phone = newPhone();
+    const { id, mac } = await ours(phone, "Did it arrive?");
+    const status = (await recordOf(phone, id)).status;
+    await f.contactReads(mac);
+    const read = await recordOf(phone, id);
+    expect(read.read_at).not.toBeNull();
+    expect(read.status).toBe(status);
+    expect((await eventsOf("message.read", phone)).map((e) => e.data.id)).toEqual([id]);
+  });
+
+  test("an edited, then unsent, inbound message changes its record once each, also when the server repeats the change late as new-message", async () => {
+    const phone = newPhone();
+    const { id, mac } = await theirs(phone, "See you at 6");
+    await f.contactEdits(mac, "See you at 7");
+    await f.emit("new-message", bbNotification(f.messages.find((m) => m.guid === mac.guid)!));
+    const edited = await recordOf(phone, id);
+    expect([edited.message, edited.edited_at !== null, edited.unsent_at]).toEqual(["See you at 7", true, null]);
+    await f.contactUnsends(mac, { late: true });
+    const unsent = await recordOf(phone, id);
+    expect([unsent.message, unsent.unsent_at !== null]).toEqual(["", true]);
+    expect((await eventsOf("message.edited", phone)).map((e) => [e.data.id, e.data.previous_message])).toEqual([[id, "See you at 6"]]);
+    expect(await eventsOf("message.unsent", phone)).toHaveLength(1);
+    expect((await history(s, phone)).total).toBe(1);
+    expect((await poll(s, { phone })).messages.map((m) => m.id)).toEqual([id]);
   });
 });
 
