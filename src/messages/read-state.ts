@@ -1,4 +1,4 @@
-import type { Repositories, Storage } from "../db/port";
+import type { Storage } from "../db/port";
 import type { Logger } from "../log";
 import type { NetworkDriver, ReadEvent } from "../network/driver";
 import { getContact, type ContactRecord } from "./contacts";
@@ -32,6 +32,3 @@ export async function markConversationRead(deps: { storage: Storage; network: Ne
   await deps.storage.messages.readInbound(phone);
   return getContact(deps.storage, phone);
 }
-
-/** How many of the contact's inbound messages are not read. */
-export const unreadCount = (storage: Pick<Repositories, "messages">, phone: string) => storage.messages.unread(phone);
