@@ -5,8 +5,15 @@ import { ConfigError, loadConfig } from "./config";
 import { DatabaseError, openStorage } from "./db";
 import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
-import { inboundInput, sendInput } from "./messages/schemas";
+import { contactInput } from "./messages/contacts";
+import { editOurMessage, unsendOurMessage } from "./messages/edits";
+import { networkInfo } from "./messages/network-actions";
+import { reactToMessage, removeOurReaction } from "./messages/reactions";
+import { markConversationRead } from "./messages/read-state";
+import { editInput, inboundInput, messageIdInput, reactInput, sendInput } from "./messages/schemas";
 import { recordInbound, sendMessage } from "./messages/service";
+import { setOurTyping } from "./messages/typing";
+import { REACTIONS } from "./vocabulary/reactions";
 import { EVENT_TYPES } from "./vocabulary/events";
 import {
   createEndpoint,
@@ -28,6 +35,13 @@ const USAGE = `usage: bun run textwire <command>
   keys revoke NAME          revoke a key; it stops working at once
   send PHONE MESSAGE        send a message, e.g. send +14155550123 "Hello"
   inbound PHONE MESSAGE     deliver an inbound message on the loopback network
+  network                   the network and what it can do (reactions, typing, ...)
+  react ID REACTION         react to a message: ${REACTIONS.join(", ")}
+  unreact ID                take our reaction off a message
+  edit ID MESSAGE           edit one of our messages (within 15 minutes, 5 times)
+  unsend ID                 unsend one of our messages (within 2 minutes)
+  typing PHONE on|off       start or stop our typing indicator (it stops after 60 s)
+  read PHONE                mark the contact's messages read
   workflows list            workflows in WORKFLOWS_DIR: schedule, next run, last result
   workflows run NAME [--dry-run]
                             run one workflow now and print its result; with --dry-run
@@ -55,6 +69,16 @@ async function openApp() {
   const config = loadConfig();
   const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   return createApp(config, storage, createLogger(config.LOG_LEVEL === "debug" ? "debug" : "warn", {}, (l) => process.stderr.write(l)));
+}
+
+/** Runs `work` with the app, closing its storage after. */
+async function withApp<T>(work: (app: Awaited<ReturnType<typeof openApp>>) => Promise<T>): Promise<T> {
+  const app = await openApp();
+  try {
+    return await work(app);
+  } finally {
+    await app.storage.close();
+  }
 }
 
 const print = (value: unknown) => process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
@@ -250,25 +274,53 @@ async function main(argv: string[]) {
       return workflows(args);
     case "send": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
-      const app = await openApp();
-      try {
+      return withApp(async (app) => {
         const sent = await sendMessage(app, parseInput(sendInput(app.config.MAX_MESSAGE_LENGTH), { phone, message }));
-        return print({ success: true, message_id: sent.id, timestamp: sent.timestamp, status: sent.status });
-      } finally {
-        await app.storage.close();
-      }
+        print({ success: true, message_id: sent.id, timestamp: sent.timestamp, status: sent.status });
+      });
     }
     case "inbound": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
-      const app = await openApp();
-      try {
+      return withApp(async (app) => {
         if (app.network.name !== "loopback") throw new UsageError(`inbound works on the loopback network (NETWORK is ${app.network.name})`);
         const input = parseInput(inboundInput(app.config.MAX_MESSAGE_LENGTH), { phone, message });
         const { record } = await recordInbound(app.storage, "loopback", { phone: input.phone, message: input.message ?? "" });
-        return print({ success: true, message_id: record.id, timestamp: record.timestamp });
-      } finally {
-        await app.storage.close();
-      }
+        print({ success: true, message_id: record.id, timestamp: record.timestamp });
+      });
+    }
+    case "network":
+      expectArgs(args, []);
+      return withApp(async (app) => print(networkInfo(app.network)));
+    case "react": {
+      const [id, reaction] = expectArgs(args, ["ID", "REACTION"]);
+      return withApp(async (app) => {
+        const input = parseInput(reactInput, { id, reaction });
+        print({ success: true, message: await reactToMessage(app, input.id, input.reaction) });
+      });
+    }
+    case "unreact": {
+      const [id] = expectArgs(args, ["ID"]);
+      return withApp(async (app) => print({ success: true, message: await removeOurReaction(app, parseInput(messageIdInput, { id }).id) }));
+    }
+    case "edit": {
+      const [id, message] = expectArgs(args, ["ID", "MESSAGE"]);
+      return withApp(async (app) => {
+        const input = parseInput(editInput(app.config.MAX_MESSAGE_LENGTH), { id, message });
+        print({ success: true, message: await editOurMessage(app, input.id, input.message) });
+      });
+    }
+    case "unsend": {
+      const [id] = expectArgs(args, ["ID"]);
+      return withApp(async (app) => print({ success: true, message: await unsendOurMessage(app, parseInput(messageIdInput, { id }).id) }));
+    }
+    case "typing": {
+      const [phone, state] = expectArgs(args, ["PHONE", "on|off"]);
+      if (state !== "on" && state !== "off") throw new UsageError(`typing takes on or off, got "${state}"`);
+      return withApp(async (app) => print({ success: true, ...(await setOurTyping(app, parseInput(contactInput, { phone }).phone, state === "on")) }));
+    }
+    case "read": {
+      const [phone] = expectArgs(args, ["PHONE"]);
+      return withApp(async (app) => print({ success: true, contact: await markConversationRead(app, parseInput(contactInput, { phone }).phone) }));
     }
     case undefined:
     case "help":

@@ -368,7 +368,8 @@ const healthOperation = (method: "get" | "head") => {
 
 const TAGS = [
   { name: "messages", description: "Send, read history, poll, generate." },
-  { name: "contacts", description: "Contacts' opt-out state (STOP and START)." },
+  { name: "contacts", description: "Contacts' opt-out state (STOP and START), unread messages and typing; our typing and read marks to them." },
+  { name: "network", description: "The messaging network and what it can do." },
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
   { name: "webhook-endpoints", description: "Outbound webhooks: where Textwire POSTs its events, signed (docs/webhooks.md)." },
   { name: "events", description: "What happened, oldest first: the events webhook endpoints get, to read with a cursor." },

@@ -1,8 +1,9 @@
+import { z } from "zod";
 import type { MessageRow, Repositories } from "../db/port";
 import { AppError } from "../errors";
 import { errorText } from "../log";
 import type { MessageTarget, NetworkDriver } from "../network/driver";
-import type { Capability } from "../vocabulary/network";
+import { CAPABILITIES, type Capability } from "../vocabulary/network";
 import { toRecords } from "./records";
 import type { MessageRecord } from "./schemas";
 
@@ -56,3 +57,18 @@ export function targetOf(row: MessageRow): MessageTarget {
 export async function currentRecord(repos: Pick<Repositories, "messages">, id: string): Promise<MessageRecord> {
   return (await toRecords(repos.messages, [await messageById(repos, id)]))[0]!;
 }
+
+export const networkOutput = z.object({
+  success: z.boolean(),
+  network: z
+    .object({
+      name: z.string().meta({ description: "NETWORK: loopback, twilio or bluebubbles.", example: "bluebubbles" }),
+      capabilities: z
+        .object(Object.fromEntries(CAPABILITIES.map((c) => [c, z.boolean()])) as Record<Capability, z.ZodBoolean>)
+        .meta({ description: "What the network can do: reactions (tapbacks), typing indicators, read receipts, edits and unsends of our messages, group chats, media, threaded replies." }),
+    })
+    .meta({ id: "Network" }),
+});
+
+/** The network as GET /api/network shows it. */
+export const networkInfo = (network: NetworkDriver) => ({ name: network.name, capabilities: { ...network.capabilities } });

@@ -1,4 +1,5 @@
-import type { MessageRepository, Storage } from "../db/port";
+import type { MessageRepository, MessageRow, Storage } from "../db/port";
+import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import { webhookEvents, type DriverState, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
@@ -8,8 +9,9 @@ import { isE164 } from "./phone";
 import { applyInboundReaction, applyReactionText } from "./reactions";
 import { applyReadReceipt } from "./read-state";
 import { inboundAnswer, toRecords } from "./records";
-import type { MessageRecord } from "./schemas";
-import { recordInbound, repliedMessage } from "./service";
+import type { LoopbackInput, MessageRecord } from "./schemas";
+import { currentRecord, targetOf } from "./network-actions";
+import { conversationMessage, recordInbound } from "./service";
 import { cleanInboundText } from "./text";
 import { applyTyping } from "./typing";
 
@@ -53,23 +55,66 @@ export async function storeInbound(
 }
 
 /**
- * POST /webhooks/loopback: an inbound message the caller forges, stored as a real network's
- * is. An SMS reaction text quoting one of our messages is a reaction on it, answered with
- * that message's id and timestamp.
+ * POST /webhooks/loopback: what the contact does, forged by the caller. A message is stored
+ * as a real network's is (an SMS reaction text quoting one of our messages is a reaction on
+ * it, answered with that message's id and timestamp). A reaction, typing, read receipt, edit
+ * or unsend becomes the events a real network's webhook reports and is applied as theirs
+ * are (applyNetworkEvents), answered with the message it touched or the typing state.
  */
 export async function receiveLoopback(
+  deps: { storage: Storage; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number } },
+  input: LoopbackInput,
+) {
+  const { storage } = deps;
+  const { phone } = input;
+  if (input.message !== undefined || input.media !== undefined) return receiveLoopbackMessage(deps, { ...input, message: input.message ?? "" });
+  const apply = (events: Partial<WebhookEvents>) =>
+    applyNetworkEvents(storage, "loopback", { ...webhookEvents([], []), ...events }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  if (input.typing !== undefined) {
+    await apply({ typing: [{ phone, typing: input.typing }] });
+    return { success: true, typing: input.typing };
+  }
+  let touched: MessageRow;
+  if (input.reaction) {
+    touched = await conversationMessage(storage.messages, phone, input.reaction.message_id, "reaction.message_id");
+    const { reaction, remove = false } = input.reaction;
+    await apply({ reactions: [{ phone, targetNetworkId: targetOf(touched).networkId, reaction, remove }] });
+  } else if (input.read) {
+    touched = await conversationMessage(storage.messages, phone, input.read.message_id, "read.message_id");
+    await apply({ reads: [{ networkId: targetOf(touched).networkId, at: Date.now() }] });
+  } else {
+    const [field, networkId] = input.edit ? ["edit.id", input.edit.id] : ["unsend.id", input.unsend!.id];
+    touched = await contactMessage(storage, phone, networkId, field);
+    // The loopback network keeps no edit times: the same text again is a repeated report.
+    if (input.unsend || input.edit!.message !== touched.body) {
+      const kind = input.unsend ? "unsend" : "edit";
+      await apply({ edits: [{ networkId, phone, kind, ...(input.edit ? { message: input.edit.message } : {}), at: Date.now() }] });
+    }
+  }
+  return { success: true, message: await currentRecord(storage, touched.id) };
+}
+
+/** The contact's message the loopback network knows by `networkId`, else 400 naming `field`. */
+async function contactMessage(storage: Storage, phone: string, networkId: string, field: string): Promise<MessageRow> {
+  const row = await storage.messages.byNetworkId("loopback", "inbound", networkId);
+  if (row?.phone !== phone) throw new AppError("BAD_REQUEST", `${field}: no message from this contact with this id`);
+  return row;
+}
+
+/** A message forged on the loopback webhook. */
+async function receiveLoopbackMessage(
   deps: { storage: Storage; log: Logger; media?: MediaDeps },
-  input: { phone: string; message?: string; id?: string; media?: readonly { url: string }[]; reply_to?: string },
+  input: { phone: string; message: string; id?: string; media?: readonly { url: string }[]; reply_to?: string },
 ) {
   const reacted = input.message && !input.media ? await applyReactionText(deps.storage, input.phone, input.message) : undefined;
   if (reacted) return inboundAnswer((await toRecords(deps.storage.messages, [reacted]))[0]!);
-  const replyTo = input.reply_to === undefined ? undefined : (await repliedMessage(deps.storage.messages, input.phone, input.reply_to)).id;
+  const replyTo = input.reply_to === undefined ? undefined : (await conversationMessage(deps.storage.messages, input.phone, input.reply_to, "reply_to")).id;
   const { record } = await storeInbound(
     deps.storage,
     "loopback",
     {
       phone: input.phone,
-      message: input.message ?? "",
+      message: input.message,
       ...(input.id ? { networkId: input.id } : {}),
       ...(input.media ? { media: input.media.map((m) => ({ url: m.url })) } : {}),
       ...(replyTo ? { replyTo } : {}),

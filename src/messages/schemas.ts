@@ -102,6 +102,12 @@ const textOrMedia: [(input: { message?: unknown; media?: unknown }) => boolean, 
   { path: ["message"], message: "is required (or media)", when: ({ value }) => typeof value === "object" && value !== null },
 ];
 
+/** A message id of ours. */
+const messageIdSchema = z
+  .string(typeError("a string"))
+  .min(1, { error: "must not be empty" })
+  .max(255, { error: "must be at most 255 characters" });
+
 /** A message id of ours (`reply_to`): whether it exists, with the same contact, is the service's to say. */
 const replyToSchema = (description: string) =>
   z
@@ -124,19 +130,75 @@ export const sendInput = (maxLength: number) =>
     })
     .refine(...textOrMedia);
 
-export const inboundInput = (maxLength: number) =>
+/** A network's id of a message, as the loopback webhook plays it. */
+const networkIdSchema = (description: string) =>
+  z
+    .string(typeError("a string"))
+    .min(1, { error: "must not be empty" })
+    .max(255, { error: "must be at most 255 characters" })
+    .meta({ description });
+
+const inboundFields = (maxLength: number) =>
   z.object({
     phone: phoneSchema,
     message: messageTextSchema(maxLength).optional(),
     media: mediaInput.optional(),
-    id: z
-      .string(typeError("a string"))
-      .min(1, { error: "must not be empty" })
-      .max(255, { error: "must be at most 255 characters" })
-      .optional()
-      .meta({ description: "The network's own id of the message; the same id twice stores one message." }),
+    id: networkIdSchema("The network's own id of the message; the same id twice stores one message.").optional(),
     reply_to: replyToSchema("The id of a message with the same contact that this one answers (a threaded reply)."),
-  }).refine(...textOrMedia);
+  });
+
+export const inboundInput = (maxLength: number) => inboundFields(maxLength).refine(...textOrMedia);
+
+/** What the loopback webhook simulates besides a message: one of these instead of `message`/`media`. */
+const LOOPBACK_KINDS = ["reaction", "typing", "read", "edit", "unsend"] as const;
+// A literal, not z.boolean(): trpc-to-openapi coerces booleans in place, and "false" would become true.
+const trueOrFalse = () => z.literal([true, false], { error: "must be true or false" });
+/** Fields only a message takes. */
+const MESSAGE_ONLY = ["id", "reply_to"] as const;
+
+/**
+ * POST /webhooks/loopback: a message (`message` and/or `media`) or exactly one of the
+ * contact's reaction, typing, read receipt, edit or unsend. Every other combination is
+ * refused naming the field that does not belong.
+ */
+export const loopbackInput = (maxLength: number) =>
+  inboundFields(maxLength)
+    .extend({
+      reaction: z
+        .object({
+          message_id: messageIdSchema.meta({ description: "The message reacted to: an id of ours (sent or received) in this conversation." }),
+          reaction: reactionSchema,
+          remove: trueOrFalse().optional().meta({ description: "true: the contact takes this reaction off." }),
+        })
+        .optional()
+        .meta({ description: "The contact reacts to a message (a tapback), or (`remove`) takes the reaction off." }),
+      typing: trueOrFalse().optional().meta({ description: "The contact started (true) or stopped (false) typing." }),
+      read: z
+        .object({ message_id: messageIdSchema.meta({ description: "One of our messages in this conversation: it and our earlier ones are read." }) })
+        .optional()
+        .meta({ description: "The contact read our messages up to this one (a read receipt)." }),
+      edit: z
+        .object({
+          id: networkIdSchema("The network id (`id` when it was delivered) of the contact's message."),
+          message: messageTextSchema(maxLength),
+        })
+        .optional()
+        .meta({ description: "The contact edits one of their messages: its new text." }),
+      unsend: z
+        .object({ id: networkIdSchema("The network id (`id` when it was delivered) of the contact's message.") })
+        .optional()
+        .meta({ description: "The contact unsends one of their messages." }),
+    })
+    .superRefine((input, ctx) => {
+      const given = LOOPBACK_KINDS.filter((kind) => input[kind] !== undefined);
+      const isMessage = input.message !== undefined || input.media !== undefined;
+      if (!isMessage && given.length === 0) ctx.addIssue({ code: "custom", path: ["message"], message: `is required (or media, or one of ${LOOPBACK_KINDS.join(", ")})` });
+      const first = isMessage ? "a message" : given[0];
+      for (const kind of isMessage ? given : given.slice(1)) ctx.addIssue({ code: "custom", path: [kind], message: `cannot be given with ${first}` });
+      if (!isMessage) for (const field of MESSAGE_ONLY) if (input[field] !== undefined) ctx.addIssue({ code: "custom", path: [field], message: "is only for a message" });
+    });
+
+export type LoopbackInput = z.output<ReturnType<typeof loopbackInput>>;
 
 /** A phone in a REST path (history, contacts): raw or percent-encoded. A new schema each use (trpc-to-openapi changes schemas in place). */
 export const phoneInPath = () =>
@@ -240,14 +302,14 @@ export const scheduledInput = z.object({
 export const scheduledOutput = historyOutput;
 
 export const messageIdInput = z.object({
-  id: z
-    .string(typeError("a string"))
-    .min(1, { error: "must not be empty" })
-    .max(255, { error: "must be at most 255 characters" })
-    .meta({ description: "The message's id (`message_id` of POST /api/send).", example: "01a20973-b8dc-74d8-be4d-b76a701b138f" }),
+  id: messageIdSchema.meta({ description: "The message's id (`message_id` of POST /api/send).", example: "01a20973-b8dc-74d8-be4d-b76a701b138f" }),
 });
 
-export const canceledOutput = z.object({ success: z.boolean(), message: messageRecord });
+export const reactInput = messageIdInput.extend({ reaction: reactionSchema });
+export const editInput = (maxLength: number) => messageIdInput.extend({ message: messageTextSchema(maxLength) });
+
+/** A message as an action on it left it. */
+export const messageOutput = z.object({ success: z.boolean(), message: messageRecord });
 
 export const pollOutput = z.object({
   success: z.boolean(),

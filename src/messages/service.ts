@@ -47,12 +47,12 @@ export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, ph
   if ((await storage.contacts.get(phone))?.optedOut) throw optedOutError();
 }
 
-/** The message `reply_to` names: one of ours with the same contact, else 400. */
-export async function repliedMessage(messages: MessageRepository, phone: string, replyTo: string): Promise<MessageRow> {
-  const replied = await messages.get(replyTo);
-  if (!replied) throw new AppError("BAD_REQUEST", "reply_to: no message with this id");
-  if (replied.phone !== phone) throw new AppError("BAD_REQUEST", "reply_to: that message is with another contact");
-  return replied;
+/** The message an input's `field` (`reply_to`…) names: one of ours with the same contact, else 400. */
+export async function conversationMessage(messages: MessageRepository, phone: string, id: string, field: string): Promise<MessageRow> {
+  const named = await messages.get(id);
+  if (!named) throw new AppError("BAD_REQUEST", `${field}: no message with this id`);
+  if (named.phone !== phone) throw new AppError("BAD_REQUEST", `${field}: that message is with another contact`);
+  return named;
 }
 
 /** The answer to a send whose outcome is unknown (504, with the message's id). */
@@ -80,7 +80,7 @@ export async function sendMessage(
   const sendAt = input.send_at === undefined ? undefined : Math.ceil(input.send_at / 1000);
   const problem = sendAt === undefined ? undefined : sendAtProblem(sendAt, Date.now());
   if (problem) throw new AppError("BAD_REQUEST", `send_at: ${problem}`);
-  const replied = input.reply_to === undefined ? undefined : await repliedMessage(deps.storage.messages, input.phone, input.reply_to);
+  const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, input.phone, input.reply_to, "reply_to");
   // Before any file is fetched: an opted-out contact costs nothing.
   await refuseOptedOut(deps.storage, input.phone);
   // Media is fetched and kept before anything is stored: a file that cannot be had refuses the send.

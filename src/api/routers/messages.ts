@@ -1,7 +1,9 @@
 import {
-  canceledOutput,
   historyInput,
   messageIdInput,
+  messageOutput,
+  editInput,
+  reactInput,
   historyOutput,
   pollInput,
   pollOutput,
@@ -10,6 +12,8 @@ import {
   sendInput,
   sendOutput,
 } from "../../messages/schemas";
+import { editOurMessage, unsendOurMessage } from "../../messages/edits";
+import { reactToMessage, removeOurReaction } from "../../messages/reactions";
 import { cancelScheduled, listScheduled } from "../../messages/scheduled";
 import { listHistory, pollInbound, sendAnswered } from "../../messages/service";
 import { generateInput, generateOutput } from "../../generator/schemas";
@@ -31,6 +35,16 @@ const NETWORK_ERRORS = {
   502: "The network failed; the message stays in history as failed with its error.",
   504: "The network did not answer in time: the message may still go out. `error.message_id` names it; it keeps a non-final status until the network's report settles it, and a retry with the same Idempotency-Key answers from that record without sending again.",
 };
+
+/** What every action on a message that the network carries answers besides its input errors. */
+const ON_THE_NETWORK = {
+  404: "No message with this id.",
+  409: "The message is not on the network (it has no network id: never sent, or received without one).",
+  502: "The network failed; nothing changed.",
+};
+const UNPROCESSABLE = (field: string) => `The network cannot do this (GET /api/network): \`${field}: the <network> network cannot …\`; nothing changed.`;
+const OUR_WINDOW = (verb: string, late: string) =>
+  `The message cannot be ${verb}: it is not ours, not sent (yet), unsent, or ${late}; the message says which (\`message <id> cannot be ${verb}: …\`).`;
 
 /** How long an idempotency key stays locked by a request that stored nothing yet. */
 const SEND_LOCK_MS = 60_000;
@@ -108,8 +122,78 @@ export const messagesRouter = (maxMessageLength: number) =>
         },
       })
       .input(messageIdInput)
-      .output(canceledOutput)
+      .output(messageOutput)
       .mutation(({ ctx, input }) => cancelScheduled(ctx.app.storage.messages, input.id)),
+
+    react: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/messages/{id}/reactions",
+          tags,
+          summary: "React to a message (a tapback)",
+          description:
+            "Puts our reaction on a message of a conversation, ours or the contact's, and sends it to the network. One reaction of ours a message: a new one replaces the one before (event `message.reaction_added`); the same one again changes nothing.",
+          protect: true,
+          successDescription: "The message, with our reaction in `reactions`.",
+          errorResponses: { ...BODY_ERRORS, ...ON_THE_NETWORK, 422: UNPROCESSABLE("reaction") },
+        },
+      })
+      .input(reactInput)
+      .output(messageOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await reactToMessage(ctx.app, input.id, input.reaction) })),
+
+    unreact: authedProcedure
+      .meta({
+        openapi: {
+          method: "DELETE",
+          path: "/api/messages/{id}/reactions",
+          tags,
+          summary: "Take our reaction off a message",
+          description: "Removes our reaction (event `message.reaction_removed`) and tells the network; the contact's stays. None of ours: nothing changes.",
+          protect: true,
+          successDescription: "The message, without our reaction.",
+          errorResponses: { ...read, ...ON_THE_NETWORK, 422: UNPROCESSABLE("reaction") },
+        },
+      })
+      .input(messageIdInput)
+      .output(messageOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await removeOurReaction(ctx.app, input.id) })),
+
+    edit: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/messages/{id}/edit",
+          tags,
+          summary: "Edit one of our messages",
+          description:
+            "Replaces the text of one of our sent messages on the network and in its record (`edited_at`; event `message.edited` with `previous_message`): within 15 minutes of sending, at most 5 times.",
+          protect: true,
+          successDescription: "The message with its new text.",
+          errorResponses: { ...BODY_ERRORS, ...ON_THE_NETWORK, 409: OUR_WINDOW("edited", "sent more than 15 minutes ago, or already edited 5 times"), 422: UNPROCESSABLE("message") },
+        },
+      })
+      .input(editInput(maxMessageLength))
+      .output(messageOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await editOurMessage(ctx.app, input.id, input.message) })),
+
+    unsend: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/messages/{id}/unsend",
+          tags,
+          summary: "Unsend one of our messages",
+          description: "Takes one of our sent messages back on the network and empties its text (`unsent_at`; event `message.unsent`): within 2 minutes of sending. No body.",
+          protect: true,
+          successDescription: "The message, its text empty.",
+          errorResponses: { ...read, ...ON_THE_NETWORK, 409: OUR_WINDOW("unsent", "sent more than 2 minutes ago"), 422: UNPROCESSABLE("unsend") },
+        },
+      })
+      .input(messageIdInput)
+      .output(messageOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await unsendOurMessage(ctx.app, input.id) })),
 
     history: authedProcedure
       .meta({

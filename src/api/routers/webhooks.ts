@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { inboundInput } from "../../messages/schemas";
+import { loopbackInput, messageOutput } from "../../messages/schemas";
 import { receiveLoopback } from "../../messages/network-events";
+import { typingOutput } from "../../messages/contacts";
 import { authedProcedure, router } from "../trpc";
 
 const inboundOutput = z.object({ success: z.boolean(), message_id: z.string(), timestamp: z.string() });
@@ -13,14 +14,24 @@ export const webhooksRouter = (maxMessageLength: number) =>
           method: "POST",
           path: "/webhooks/loopback",
           tags: ["webhooks"],
-          summary: "Deliver an inbound message on the loopback network",
+          summary: "Deliver what the contact does on the loopback network",
           description:
-            "Stores an inbound message (status received), with its `media` downloaded and kept as the real networks' are (a file that cannot be downloaded is logged and left out). `message` may be left out when `media` is given. The same `id` twice stores one message and answers the first one's message_id. An opt-out or opt-in keyword (STOP, START…) changes the contact's opt-out as on every network.",
+            "A message (`message` and/or `media`): stored as inbound (status received), with its `media` downloaded and kept as the real networks' are (a file that cannot be downloaded is logged and left out); the same `id` twice stores one message and answers the first one's message_id; an opt-out or opt-in keyword (STOP, START…) changes the contact's opt-out as on every network; an SMS reaction text (`Loved “…”`) quoting one of our last 50 messages to the contact is a reaction on it, answered with that message's id. " +
+            "Or exactly one of `reaction`, `typing`, `read`, `edit`, `unsend`: applied as a real network's report is (events, no message stored), answered with the message it touched (`{ success, message }`) or, for typing, `{ success, typing }`.",
           protect: true,
-          errorResponses: [400, 401, 405, 413, 415, 429, 500],
+          errorResponses: {
+            400: "Invalid input naming the field: a malformed field, none of message, media, reaction, typing, read, edit or unsend, more than one of them, `id` or `reply_to` without a message, or a message id not of this conversation.",
+            401: "",
+            405: "",
+            409: "The message reacted to or read is not on the network (it has no network id).",
+            413: "",
+            415: "",
+            429: "",
+            500: "",
+          },
         },
       })
-      .input(inboundInput(maxMessageLength))
-      .output(inboundOutput)
+      .input(loopbackInput(maxMessageLength))
+      .output(z.union([inboundOutput, messageOutput, typingOutput]))
       .mutation(({ ctx, input }) => receiveLoopback(ctx.app, input)),
   });
