@@ -7,7 +7,9 @@
 // - catch-up: what the webhooks missed is fetched with message/query at start, stored once
 //   across restarts;
 // - the contact's tapbacks (reactions, never messages), typing, read receipts, edits and
-//   unsends, as the server posts them, applied to the records and listed as events;
+//   unsends, as the server posts them, applied to the records and listed as events; ours
+//   through the API reaching the server's Private API routes (422 when it is off, 409 when
+//   Apple ignored an edit or unsend), typing stopped by our reply and never by a DELETE;
 // - missing driver settings stop start-up with one line naming the variable.
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -714,7 +716,7 @@ describe("start-up without the BlueBubbles settings", () => {
   });
 });
 
-describe("reactions, typing, read state, edits and unsends from the BlueBubbles server (its Private API on)", () => {
+describe("reactions, typing, read state, edits and unsends with the BlueBubbles server (its Private API on)", () => {
   type Conversed = MessageRecord & {
     reactions: { reaction: string; direction: string; phone: string | null; timestamp: string }[];
     read_at: string | null;
@@ -747,6 +749,7 @@ describe("reactions, typing, read state, edits and unsends from the BlueBubbles 
   /** The contact's message as the Mac announces it, and its id in Textwire. */
   async function theirs(phone: string, text: string) {
     const mac = bbMessage({ address: phone, text });
+    f.messages.push(mac);
     await f.emit("new-message", mac);
     const stored = (await history(s, phone)).messages.find((m) => m.message === text)!;
     return { id: stored.id, mac };
@@ -799,6 +802,103 @@ describe("reactions, typing, read state, edits and unsends from the BlueBubbles 
     expect(await eventsOf("message.unsent", phone)).toHaveLength(1);
     expect((await history(s, phone)).total).toBe(1);
     expect((await poll(s, { phone })).messages.map((m) => m.id)).toEqual([id]);
+  });
+
+  test("GET /api/network: BlueBubbles can do everything but group chats", async () => {
+    const reply = await call<{ network: unknown }>(s, "GET", "/api/network");
+    expect(reply.status).toBe(200);
+    expect(reply.body.network).toEqual({
+      name: "bluebubbles",
+      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+    });
+  });
+
+  test("our reaction reaches the server (message/react, -love to take it off) and stands in history", async () => {
+    const phone = newPhone();
+    f.addChat(phone);
+    const { id, mac } = await theirs(phone, "Can you make it at 6?");
+    const added = await call<{ message: Conversed }>(s, "POST", `/api/messages/${id}/reactions`, { body: { reaction: "love" } });
+    expect(added.status).toBe(200);
+    expect(added.body.message.reactions).toEqual([{ reaction: "love", direction: "outbound", phone: null, timestamp: expect.any(String) }]);
+    const reacts = () => f.requests.filter((r) => r.path === "/api/v1/message/react").map((r) => r.body);
+    expect(reacts()).toEqual([{ chatGuid: `iMessage;-;${phone}`, selectedMessageGuid: mac.guid, reaction: "love", partIndex: 0 }]);
+    expect((await recordOf(phone, id)).reactions.map((r) => r.direction)).toEqual(["outbound"]);
+    const removed = await call<{ message: Conversed }>(s, "DELETE", `/api/messages/${id}/reactions`);
+    expect(removed.body.message.reactions).toEqual([]);
+    expect(reacts().map((b) => b.reaction)).toEqual(["love", "-love"]);
+    // The echo of our tapback (isFromMe) is neither the contact's reaction nor a message.
+    expect((await history(s, phone)).total).toBe(1);
+  });
+
+  test("typing starts on the server and stops with our reply; a stop without a send is 422 and never a DELETE", async () => {
+    const phone = newPhone();
+    f.addChat(phone);
+    const chat = `iMessage;-;${phone}`;
+    const started = await call<{ typing: boolean }>(s, "POST", `/api/contacts/${encodeURIComponent(phone)}/typing`);
+    expect([started.status, started.body.typing, f.typing.has(chat)]).toEqual([200, true, true]);
+    const stop = await call(s, "DELETE", `/api/contacts/${encodeURIComponent(phone)}/typing`);
+    expectError(stop, 422, "UNPROCESSABLE_CONTENT");
+    expect((stop.body as { error: { message: string } }).error.message).toBe(
+      "typing: the bluebubbles server cannot stop typing without a send (its DELETE /chat/:guid/typing starts it again)",
+    );
+    await send(s, phone, "Here is the answer");
+    expect(f.typing.has(chat)).toBe(false);
+    expect(f.requests.filter((r) => r.method === "DELETE")).toEqual([]);
+  });
+
+  test("marking read reaches the server (chat/:guid/read) and zeroes unread", async () => {
+    const phone = newPhone();
+    f.addChat(phone);
+    await theirs(phone, "Are you there?");
+    await theirs(phone, "Hello?");
+    const contact = async () => (await call<{ contact: { unread: number } }>(s, "GET", `/api/contacts/${encodeURIComponent(phone)}`)).body.contact;
+    expect((await contact()).unread).toBe(2);
+    const read = await call<{ contact: { unread: number } }>(s, "POST", `/api/contacts/${encodeURIComponent(phone)}/read`);
+    expect([read.status, read.body.contact.unread]).toEqual([200, 0]);
+    expect(f.reads).toContain(`iMessage;-;${phone}`);
+    expect((await contact()).unread).toBe(0);
+  });
+
+  test("ours edited and unsent on the server; Apple ignoring it (200, dateEdited unchanged) is 409 and the record stays", async () => {
+    const phone = newPhone();
+    const first = await ours(phone, "Meet at 6");
+    const edited = await call<{ message: Conversed }>(s, "POST", `/api/messages/${first.id}/edit`, { body: { message: "Meet at 7" } });
+    expect([edited.status, edited.body.message.message, first.mac.text]).toEqual([200, "Meet at 7", "Meet at 7"]);
+    const second = await ours(phone, "Wrong chat");
+    const unsent = await call<{ message: Conversed }>(s, "POST", `/api/messages/${second.id}/unsend`);
+    expect([unsent.status, unsent.body.message.unsent_at !== null, second.mac.partCount]).toEqual([200, true, 0]);
+    f.appleIgnores = true;
+    try {
+      const third = await ours(phone, "Final");
+      expectError(await call(s, "POST", `/api/messages/${third.id}/edit`, { body: { message: "Changed" } }), 409, "CONFLICT");
+      expectError(await call(s, "POST", `/api/messages/${third.id}/unsend`), 409, "CONFLICT");
+      const kept = await recordOf(phone, third.id);
+      expect([kept.message, kept.edited_at, kept.unsent_at]).toEqual(["Final", null, null]);
+    } finally {
+      f.appleIgnores = false;
+    }
+  });
+
+  test("the server's Private API off: 422 naming the field for each action, nothing changed", async () => {
+    const phone = newPhone();
+    const { id } = await ours(phone, "Soon");
+    f.privateApi.enabled = false;
+    try {
+      const refused = async (method: string, path: string, field: string, body?: unknown) => {
+        const reply = await call(s, method, path, body === undefined ? {} : { body });
+        expectError(reply, 422, "UNPROCESSABLE_CONTENT");
+        expect((reply.body as { error: { message: string } }).error.message).toBe(`${field}: the bluebubbles server's Private API is off`);
+      };
+      await refused("POST", `/api/messages/${id}/reactions`, "reaction", { reaction: "like" });
+      await refused("POST", `/api/contacts/${encodeURIComponent(phone)}/typing`, "typing");
+      await refused("POST", `/api/contacts/${encodeURIComponent(phone)}/read`, "read");
+      await refused("POST", `/api/messages/${id}/edit`, "message", { message: "Later" });
+      await refused("POST", `/api/messages/${id}/unsend`, "unsend");
+      const record = await recordOf(phone, id);
+      expect([record.reactions, record.message, record.edited_at, record.unsent_at]).toEqual([[], "Soon", null, null]);
+    } finally {
+      f.privateApi.enabled = true;
+    }
   });
 });
 
