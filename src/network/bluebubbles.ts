@@ -3,14 +3,16 @@ import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { extensionOf } from "../media/sniff";
 import type { PendingMessage } from "../vocabulary/messages";
+import { REACTIONS } from "../vocabulary/reactions";
 import {
   SendOutcomeUnknown,
   sendRequestFailure,
   type DriverState,
-  type InboundEvent,
+  type EditEvent,
   type InboundMedia,
   type NetworkDriver,
   type OutboundMedia,
+  type ReactionEvent,
   type SendResult,
   type StatusEvent,
   webhookEvents,
@@ -49,7 +51,16 @@ interface BbMessage {
   dateDelivered?: number | null;
   error?: number;
   attachments?: BbAttachment[] | null;
+  /** databases/transformers/MessageTypeTransformer.ts: a tapback is "love" … "-question" (chat.db 2000–2005, 3000–3005). */
   associatedMessageType?: string | null;
+  /** The message a tapback is on, as chat.db keeps it: `p:<part>/<guid>` or `bp:<guid>`. */
+  associatedMessageGuid?: string | null;
+  dateRead?: number | null;
+  /** Ventura+: set by an edit and by an unsend (databases/imessage/pollers/MessagePoller.ts poll). */
+  dateEdited?: number | null;
+  dateRetracted?: number | null;
+  /** 0 once every part is unsent (databases/imessage/entity/Message.ts isFullyUnsent). */
+  partCount?: number | null;
   /** A threaded reply: the guid of the message it answers. */
   threadOriginatorGuid?: string | null;
   chats?: BbChat[] | null;
@@ -99,38 +110,79 @@ function isGroup(m: BbMessage): boolean {
   return (m.chats ?? []).some((c) => (c.guid ?? "").includes(";+;") || c.style === 43 || (c.participants?.length ?? 0) > 1);
 }
 
+/** The chat.db prefix of a tapback's target: `p:<part>/` on a message part, `bp:` on a balloon (app or link) message. */
+const TARGET_PREFIX = /^(?:p:\d+\/|bp:)/;
+
 /**
- * Turns BlueBubbles messages into inbound messages (from others) and reports on ours (from
- * us). Tapbacks (associatedMessageType set) and group messages are not inbound messages:
- * dropped here, with a log line. Attachments become the message's media, downloaded from
- * the server by `attachmentUrl` (a message of attachments alone has empty text).
+ * A tapback (associatedMessageType set; MessageTypeTransformer.ts makes 0 null) as a
+ * reaction: "-love" removes a love. Ours (isFromMe: the echo of our own reaction, or one the
+ * Mac's user sent), those in group chats, and kinds Textwire does not know (a sticker,
+ * an emoji tapback serialized as its number, "2006") are skipped.
+ */
+function reactionOf(m: BbMessage, log?: Logger): ReactionEvent | undefined {
+  const type = m.associatedMessageType!;
+  const remove = type.startsWith("-");
+  const reaction = REACTIONS.find((r) => r === (remove ? type.slice(1) : type));
+  const targetNetworkId = (m.associatedMessageGuid ?? "").replace(TARGET_PREFIX, "");
+  if (!reaction || !targetNetworkId || m.isFromMe || !m.handle?.address || isGroup(m)) {
+    log?.debug("bluebubbles: tapback skipped", { guid: m.guid, type, fromMe: m.isFromMe ?? false });
+    return undefined;
+  }
+  return { phone: m.handle.address, targetNetworkId, reaction, remove, ...(m.dateCreated ? { at: m.dateCreated } : {}) };
+}
+
+/**
+ * An edit or unsend of the contact's message: both set a newer dateEdited; an unsend leaves
+ * no part (partCount 0) and no text, and Apple leaves dateRetracted unused but it counts too
+ * (MessagePoller.ts poll). Applied once per dateEdited by the domain.
+ */
+function editOf(m: BbMessage, phone: string, text: string): EditEvent {
+  const unsent = m.dateRetracted != null || m.partCount === 0 || (!text && !(m.attachments ?? []).length);
+  const at = m.dateRetracted ?? m.dateEdited!;
+  return unsent ? { networkId: m.guid!, phone, kind: "unsend", at } : { networkId: m.guid!, phone, kind: "edit", message: text, at };
+}
+
+/**
+ * Turns BlueBubbles messages into events. From others: inbound messages, tapbacks as
+ * reactions (never a message), edits and unsends (a message with dateEdited, found by its
+ * guid: `updated-message` has no chats, index.ts handleUpdatedMessage); group messages are
+ * dropped with a log line. From us: reports on our messages, and read receipts (dateRead,
+ * reported for one-to-one chats only). After an hour the server announces a change as
+ * `new-message` again (pollers/index.ts getMessageEvent once its event cache forgot the
+ * guid): the inbound copy is then stored once by its guid and the edit applies as an edit.
+ * Attachments become the message's media, downloaded from the server by `attachmentUrl` (a
+ * message of attachments alone has empty text).
  */
 export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logger, attachmentUrl?: (guid: string) => string): WebhookEvents {
-  const inbound: InboundEvent[] = [];
-  const statuses: StatusEvent[] = [];
+  const events = webhookEvents([], []);
   for (const m of messages) {
     if (!m.guid) continue;
+    if (m.associatedMessageType && m.associatedMessageType !== "0") {
+      if (type === "new-message") {
+        const reaction = reactionOf(m, log);
+        if (reaction) events.reactions.push(reaction);
+      }
+      continue;
+    }
     if (m.isFromMe) {
       const messageId = m.tempGuid?.startsWith(TEMP_PREFIX) ? m.tempGuid.slice(TEMP_PREFIX.length) : undefined;
-      statuses.push(statusOf(m, type === "message-send-error", messageId));
+      events.statuses.push(statusOf(m, type === "message-send-error", messageId));
+      if (m.dateRead) events.reads.push({ networkId: m.guid, at: m.dateRead });
       continue;
     }
-    if (type !== "new-message" || !m.handle?.address) continue;
-    // databases/transformers/MessageTypeTransformer.ts: 0 is null, a reaction is "love", "-like", "2006"…
-    if (m.associatedMessageType && m.associatedMessageType !== "0") {
-      log?.debug("bluebubbles: tapback dropped", { guid: m.guid, type: m.associatedMessageType });
-      continue;
-    }
+    if (type === "message-send-error" || !m.handle?.address) continue;
     if (isGroup(m)) {
       log?.debug("bluebubbles: group message dropped", { guid: m.guid });
       continue;
     }
     const text = (m.text ?? "").replace(MEDIA_CHAR, "").trim();
+    if (m.dateEdited || m.dateRetracted) events.edits.push(editOf(m, m.handle.address, text));
+    if (type !== "new-message") continue;
     const media: InboundMedia[] = (m.attachments ?? []).flatMap((a) =>
       a.guid && attachmentUrl ? [{ url: attachmentUrl(a.guid), trusted: true, ...(a.mimeType ? { contentType: a.mimeType } : {}) }] : [],
     );
     if (!text && media.length === 0) continue;
-    inbound.push({
+    events.inbound.push({
       phone: m.handle.address,
       message: text,
       networkId: m.guid,
@@ -138,7 +190,7 @@ export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logg
       ...(m.threadOriginatorGuid ? { replyToNetworkId: m.threadOriginatorGuid } : {}),
     });
   }
-  return webhookEvents(inbound, statuses);
+  return events;
 }
 
 function statusOf(m: BbMessage, sendError: boolean, messageId: string | undefined): StatusEvent {
@@ -336,10 +388,84 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     failure(reply);
   }
 
+  /** The conversation's chat as sends find it; without one, the guid the server's own fallback uses (api/apple/actions.ts). */
+  const chatOf = async (phone: string) => (await findChat(phone)) ?? `${service};-;${phone}`;
+
+  /**
+   * A Private API action, `field` naming it to clients. helpers/utils.ts checkPrivateApiStatus
+   * answers 500 "iMessage Private API is not enabled!" (through middleware/privateApiMiddleware.ts,
+   * or the router's catch on edit and unsend): this server cannot until its owner enables it,
+   * so 422. Any other failure, a disconnected helper included, is the network's (502).
+   */
+  async function privateApi(field: string, what: string, path: string, body: unknown, timeoutMs: number): Promise<BbMessage | undefined> {
+    const reply = await call("POST", path, body, timeoutMs);
+    if (reply.status === 200) return reply.json.data as BbMessage | undefined;
+    const error = reply.json.error?.message;
+    if (error === "iMessage Private API is not enabled!") throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the bluebubbles server's Private API is off`);
+    throw new AppError("BAD_GATEWAY", `bluebubbles: ${what} failed: ${error ?? reply.json.message ?? `status ${reply.status}`}`);
+  }
+
+  /** When the message was last edited (or unsent) on the Mac: messageRouter.ts find. */
+  async function editedAt(guid: string): Promise<number> {
+    const { status, json } = await call("GET", `message/${encodeURIComponent(guid)}`, undefined, QUERY_TIMEOUT_MS);
+    if (status !== 200 || !json.data) throw new AppError("BAD_GATEWAY", `bluebubbles: the message is not on the server (status ${status})`);
+    return (json.data as BbMessage).dateEdited ?? 0;
+  }
+
+  /**
+   * Whether an edit or unsend took: the server answers 200 with the message as it is once its
+   * wait for a newer dateEdited ends, changed or not (messageInterface.ts editMessage,
+   * unsendMessage; helpers/utils.ts resultAwaiter), so Apple's refusal shows only there.
+   * An unsend also leaves retracted parts (databases/imessage/entity/Message.ts hasUnsentParts).
+   */
+  function changed(after: BbMessage | undefined, before: number, unsend: boolean): boolean {
+    if (!after || (after.dateEdited ?? 0) <= before) return false;
+    const retracted = (after as { messageSummaryInfo?: { retractedParts?: number[] }[] | null }).messageSummaryInfo?.[0]?.retractedParts ?? [];
+    return !unsend || after.partCount === 0 || retracted.length > 0;
+  }
+
   return {
     name: "bluebubbles",
     // Through its Private API; group chats are not supported yet.
     capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+
+    /** message/react (messageValidator.ts sendReactionRules): on part 0; a removal is `-love` (messageInterface.ts possibleReactions). */
+    async react(target, reaction, remove) {
+      const chatGuid = await chatOf(target.phone);
+      const body = { chatGuid, selectedMessageGuid: target.networkId, reaction: remove ? `-${reaction}` : reaction, partIndex: 0 };
+      await privateApi("reaction", "the reaction", "message/react", body, sendTimeoutMs);
+    },
+
+    /**
+     * POST chat/:guid/typing starts it; the server stops it when a text is sent to that chat
+     * (messageInterface.ts sendMessageSync). Its DELETE starts typing again (chatRouter.ts
+     * stopTyping calls ChatInterface.startTyping at v1.9.9), so it is never sent: a stop
+     * without a send cannot be done over its REST API.
+     */
+    async typing(phone, on) {
+      if (!on) throw new AppError("UNPROCESSABLE_CONTENT", "typing: the bluebubbles server cannot stop typing without a send (its DELETE /chat/:guid/typing starts it again)");
+      await privateApi("typing", "typing", `chat/${encodeURIComponent(await chatOf(phone))}/typing`, undefined, QUERY_TIMEOUT_MS);
+    },
+
+    /** POST chat/:guid/read (chatInterface.ts markRead); whether the contact sees it is the Mac's read-receipt setting. */
+    async markRead(phone) {
+      await privateApi("read", "marking read", `chat/${encodeURIComponent(await chatOf(phone))}/read`, undefined, QUERY_TIMEOUT_MS);
+    },
+
+    /** message/:guid/edit (messageValidator.ts editParamRules: both texts required); older devices show the compatibility text. */
+    async edit(target, text) {
+      const before = await editedAt(target.networkId);
+      const body = { editedMessage: text, backwardsCompatibilityMessage: `Edited to “${text}”`, partIndex: 0 };
+      const after = await privateApi("message", "the edit", `message/${encodeURIComponent(target.networkId)}/edit`, body, sendTimeoutMs);
+      if (!changed(after, before, false)) throw new AppError("CONFLICT", "message: iMessage did not apply the edit (Apple allows edits within 15 minutes, 5 at most)");
+    },
+
+    /** message/:guid/unsend (messageValidator.ts unsendParamRules). */
+    async unsend(target) {
+      const before = await editedAt(target.networkId);
+      const after = await privateApi("unsend", "the unsend", `message/${encodeURIComponent(target.networkId)}/unsend`, { partIndex: 0 }, sendTimeoutMs);
+      if (!changed(after, before, true)) throw new AppError("CONFLICT", "unsend: iMessage did not unsend the message (Apple allows it within 2 minutes)");
+    },
 
     async send({ id, phone, text, media = [], replyTo }) {
       const tempGuid = `${TEMP_PREFIX}${id}`;
@@ -347,8 +473,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       // Text first (it makes the chat when there is none), then one attachment message per
       // file, each under the same temp guid so their echoes report on this message.
       let sent: SendResult | undefined = text ? await sendText(phone, text, tempGuid, replyTo) : undefined;
-      // Without a chat, the server's fallback script sends to `<service>;-;<address>` (api/apple/actions.ts).
-      const chatGuid = (await findChat(phone)) ?? `${service};-;${phone}`;
+      const chatGuid = await chatOf(phone);
       for (const m of media) {
         const guid = await sendAttachment(chatGuid, tempGuid, m);
         sent ??= { networkId: guid, status: "sent" };
@@ -361,7 +486,8 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         throw new AppError("UNAUTHORIZED", "secret: missing or wrong");
       }
       if (subpath !== "") throw new AppError("NOT_FOUND", `no route POST /webhooks/bluebubbles/${subpath}`);
-      let event: { type?: string; data?: BbMessage };
+      // A message, or typing-indicator's `{ display, guid }`.
+      let event: { type?: string; data?: BbMessage & { display?: unknown } };
       try {
         event = JSON.parse(body);
       } catch {
@@ -369,6 +495,9 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       }
       const known = event.type === "new-message" || event.type === "updated-message" || event.type === "message-send-error";
       const events = known && event.data ? bbEvents([event.data], event.type, log, attachmentUrl) : webhookEvents([], []);
+      // privateApi/eventHandlers/PrivateApiTypingEventHandler.ts: one-to-one chats only (it drops `;+;` guids).
+      const typingIn = event.type === "typing-indicator" ? (event.data?.guid ?? "").split(";-;")[1] : undefined;
+      if (typingIn && typeof event.data?.display === "boolean") events.typing.push({ phone: typingIn, typing: event.data.display });
       // An inbound one-to-one message names the chat of its sender: remembered for our sends.
       if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1) {
         const chat = (event.data.chats ?? []).find((c) => c.guid?.endsWith(`;-;${events.inbound[0]!.phone}`));
@@ -394,8 +523,8 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         if (status !== 200 || !Array.isArray(json.data)) throw new AppError("BAD_GATEWAY", `bluebubbles: message query failed (status ${status})`);
         const messages = json.data as BbMessage[];
         const events = bbEvents(messages, "new-message", log, attachmentUrl);
-        all.inbound.push(...events.inbound);
-        all.statuses.push(...events.statuses);
+        // Tapbacks, reads and edits among them count too (a change after an hour is a new-message).
+        for (const key of ["inbound", "statuses", "reactions", "typing", "reads", "edits"] as const) (all[key] as unknown[]).push(...events[key]);
         const newest = Math.max(after, ...messages.map((m) => m.dateCreated ?? 0));
         const done = messages.length < PAGE || newest === after;
         after = newest;

@@ -6,18 +6,24 @@
 //   stored again; delivery and error updates moving its status forward only;
 // - catch-up: what the webhooks missed is fetched with message/query at start, stored once
 //   across restarts;
+// - the contact's tapbacks (reactions, never messages), typing, read receipts, edits and
+//   unsends, as the server posts them, applied to the records and listed as events; ours
+//   through the API reaching the server's Private API routes (422 when it is off, 409 when
+//   Apple ignored an edit or unsend), typing stopped by our reply and never by a DELETE;
 // - missing driver settings stop start-up with one line naming the variable.
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type SendResult } from "./api";
+import { call, expectError, expectRecord, expectSendResult, history, newPhone, poll, send, type MessageRecord, type SendResult } from "./api";
 import { lines, spawnServer, startServer, testDatabase, waitUntil, type EnvOverlay, type Server, type TestDatabase } from "./harness";
 import {
   bbAttachment,
   bbMessage,
+  bbNotification,
+  bbTapback,
+  bbUpdated,
   blueBubblesEnv,
   postBlueBubblesWebhook,
   startFakeBlueBubbles,
-  type BbMessage,
   type FakeBlueBubbles,
   type WebhookReply,
 } from "../support/fake-bluebubbles";
@@ -87,10 +93,8 @@ async function statusOf(phone: string, id: string, target: Server = server): Pro
 }
 
 /** What BlueBubbles reports about a from-me message later: the same guid, no tempGuid. */
-function updateOf(message: BbMessage, changes: Partial<BbMessage>): BbMessage {
-  const { tempGuid: _omit, ...rest } = message;
-  return { ...rest, ...changes };
-}
+/** An `updated-message` as the server posts it: no chats, no tempGuid (fake-bluebubbles.ts bbUpdated). */
+const updateOf = bbUpdated;
 
 describe("sending through BlueBubbles", () => {
   test("POST /api/send makes one POST /api/v1/message/text?password=… with the guid of the Mac's chat with <phone>, a tempGuid, the text and method apple-script", async () => {
@@ -578,7 +582,9 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     const other = newPhone();
     const original = bbMessage({ address: phone, text: "hi" });
     await f.emit("new-message", original);
-    const tapback = bbMessage({ address: phone, text: 'Loved "hi"', associatedMessageType: "love", associatedMessageGuid: `p:0/${original.guid}` });
+    await f.emit("new-message", bbTapback({ target: original, type: "love", address: phone }));
+    // An emoji tapback (MessageTypeTransformer.ts leaves 2006 a number): not a reaction Textwire knows.
+    const tapback = bbTapback({ target: original, type: "2006", address: phone });
     await f.emit("new-message", tapback);
     const group = f.addGroup([phone, other]);
     await f.emit("new-message", bbMessage({ address: phone, text: "hello all", chatGuid: group.guid }));
@@ -597,14 +603,14 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     // Logged while the webhooks were handled; the output reaches this process a little later.
     const logged = await waitUntil("the log lines", () => {
       const all = lines(s.stdout + s.stderr);
-      const want = ["inbound media not downloaded", "tapback dropped", "group message dropped"];
+      const want = ["inbound media not downloaded", "tapback skipped", "group message dropped"];
       return want.every((w) => all.some((l) => l.includes(w))) ? all : undefined;
     }, 5_000);
     const mediaLine = logged.find((l) => l.includes("inbound media not downloaded") && l.includes(photo.guid));
     expect(mediaLine).toBeDefined();
     expect(mediaLine!).toContain("HTTP 404");
     expect(mediaLine!).not.toContain(f.password);
-    expect(logged.some((l) => l.includes("tapback dropped") && l.includes(tapback.guid))).toBe(true);
+    expect(logged.some((l) => l.includes("tapback skipped") && l.includes(tapback.guid))).toBe(true);
     expect(logged.some((l) => l.includes("group message dropped"))).toBe(true);
   });
 
@@ -707,6 +713,192 @@ describe("start-up without the BlueBubbles settings", () => {
     expect(errLines[0]!).toContain(name);
     if (name === "WEBHOOK_SECRET") expect(child.stderr).not.toContain(value);
     expect(child.stderr).not.toContain(fake.password);
+  });
+});
+
+describe("reactions, typing, read state, edits and unsends with the BlueBubbles server (its Private API on)", () => {
+  type Conversed = MessageRecord & {
+    reactions: { reaction: string; direction: string; phone: string | null; timestamp: string }[];
+    read_at: string | null;
+    edited_at: string | null;
+    unsent_at: string | null;
+  };
+  // An event's data: the message's record as it is now, plus what the event carries.
+  type Listed = {
+    events: { type: string; data: Conversed & { phone?: string; typing?: boolean; previous_message?: string; reaction?: { reaction: string; direction: string; phone: string | null } } }[];
+  };
+  let f: FakeBlueBubbles;
+  let s: Server;
+  beforeAll(async () => {
+    f = startFakeBlueBubbles({ privateApi: true });
+    fakes.push(f);
+    s = await startServer({ env: bbEnv(f) });
+    servers.push(s);
+    f.webhooks.push(`${s.url}/webhooks/bluebubbles?secret=${SECRET}`);
+  }, 60_000);
+
+  const recordOf = async (phone: string, id: string) => (await history(s, phone)).messages.find((m) => m.id === id) as Conversed;
+  const eventsOf = async (type: string, phone: string) =>
+    (await call<Listed>(s, "GET", `/api/events?type=${type}&limit=100`)).body.events.filter((e) => (e.data.phone ?? "") === phone);
+  /** Our message through Textwire and the Mac's copy of it. */
+  async function ours(phone: string, text: string) {
+    f.addChat(phone);
+    const sent = await send(s, phone, text);
+    return { id: sent.message_id, mac: f.sent.at(-1)! };
+  }
+  /** The contact's message as the Mac announces it, and its id in Textwire. */
+  async function theirs(phone: string, text: string) {
+    const mac = bbMessage({ address: phone, text });
+    f.messages.push(mac);
+    await f.emit("new-message", mac);
+    const stored = (await history(s, phone)).messages.find((m) => m.message === text)!;
+    return { id: stored.id, mac };
+  }
+
+  test("the contact's tapback lands on our message as a reaction and an event, is never a message nor polled; its removal clears it", async () => {
+    const phone = newPhone();
+    const { id, mac } = await ours(phone, "Your order has shipped.");
+    await f.contactReacts(mac, "love");
+    expect((await recordOf(phone, id)).reactions).toEqual([{ reaction: "love", direction: "inbound", phone, timestamp: expect.any(String) }]);
+    await f.contactReacts(mac, "-love");
+    expect((await recordOf(phone, id)).reactions).toEqual([]);
+    expect((await history(s, phone)).total).toBe(1);
+    expect((await poll(s, { phone })).count).toBe(0);
+    const reaction = { reaction: "love", direction: "inbound", phone };
+    expect((await eventsOf("message.reaction_added", phone)).map((e) => [e.data.id, e.data.reaction])).toEqual([[id, reaction]]);
+    expect((await eventsOf("message.reaction_removed", phone)).map((e) => [e.data.id, e.data.reaction])).toEqual([[id, reaction]]);
+  });
+
+  test("the contact's typing (typing-indicator) is a contact.typing event and no message", async () => {
+    const phone = newPhone();
+    await f.contactTypes(phone, true);
+    await f.contactTypes(phone, false);
+    expect((await eventsOf("contact.typing", phone)).map((e) => e.data.typing)).toEqual([true, false]);
+    expect((await history(s, phone)).total).toBe(0);
+  });
+
+  test("a read receipt (updated-message with dateRead, no chats) sets read_at on our message; its status stays", async () => {
+    const phone = newPhone();
+    const { id, mac } = await ours(phone, "Did it arrive?");
+    const status = (await recordOf(phone, id)).status;
+    await f.contactReads(mac);
+    const read = await recordOf(phone, id);
+    expect(read.read_at).not.toBeNull();
+    expect(read.status).toBe(status);
+    expect((await eventsOf("message.read", phone)).map((e) => e.data.id)).toEqual([id]);
+  });
+
+  test("an edited, then unsent, inbound message changes its record once each, also when the server repeats the change late as new-message", async () => {
+    const phone = newPhone();
+    const { id, mac } = await theirs(phone, "See you at 6");
+    await f.contactEdits(mac, "See you at 7");
+    await f.emit("new-message", bbNotification(f.messages.find((m) => m.guid === mac.guid)!));
+    const edited = await recordOf(phone, id);
+    expect([edited.message, edited.edited_at !== null, edited.unsent_at]).toEqual(["See you at 7", true, null]);
+    await f.contactUnsends(mac, { late: true });
+    const unsent = await recordOf(phone, id);
+    expect([unsent.message, unsent.unsent_at !== null]).toEqual(["", true]);
+    expect((await eventsOf("message.edited", phone)).map((e) => [e.data.id, e.data.previous_message])).toEqual([[id, "See you at 6"]]);
+    expect(await eventsOf("message.unsent", phone)).toHaveLength(1);
+    expect((await history(s, phone)).total).toBe(1);
+    expect((await poll(s, { phone })).messages.map((m) => m.id)).toEqual([id]);
+  });
+
+  test("GET /api/network: BlueBubbles can do everything but group chats", async () => {
+    const reply = await call<{ network: unknown }>(s, "GET", "/api/network");
+    expect(reply.status).toBe(200);
+    expect(reply.body.network).toEqual({
+      name: "bluebubbles",
+      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+    });
+  });
+
+  test("our reaction reaches the server (message/react, -love to take it off) and stands in history", async () => {
+    const phone = newPhone();
+    f.addChat(phone);
+    const { id, mac } = await theirs(phone, "Can you make it at 6?");
+    const added = await call<{ message: Conversed }>(s, "POST", `/api/messages/${id}/reactions`, { body: { reaction: "love" } });
+    expect(added.status).toBe(200);
+    expect(added.body.message.reactions).toEqual([{ reaction: "love", direction: "outbound", phone: null, timestamp: expect.any(String) }]);
+    const reacts = () => f.requests.filter((r) => r.path === "/api/v1/message/react").map((r) => r.body);
+    expect(reacts()).toEqual([{ chatGuid: `iMessage;-;${phone}`, selectedMessageGuid: mac.guid, reaction: "love", partIndex: 0 }]);
+    expect((await recordOf(phone, id)).reactions.map((r) => r.direction)).toEqual(["outbound"]);
+    const removed = await call<{ message: Conversed }>(s, "DELETE", `/api/messages/${id}/reactions`);
+    expect(removed.body.message.reactions).toEqual([]);
+    expect(reacts().map((b) => b.reaction)).toEqual(["love", "-love"]);
+    // The echo of our tapback (isFromMe) is neither the contact's reaction nor a message.
+    expect((await history(s, phone)).total).toBe(1);
+  });
+
+  test("typing starts on the server and stops with our reply; a stop without a send is 422 and never a DELETE", async () => {
+    const phone = newPhone();
+    f.addChat(phone);
+    const chat = `iMessage;-;${phone}`;
+    const started = await call<{ typing: boolean }>(s, "POST", `/api/contacts/${encodeURIComponent(phone)}/typing`);
+    expect([started.status, started.body.typing, f.typing.has(chat)]).toEqual([200, true, true]);
+    const stop = await call(s, "DELETE", `/api/contacts/${encodeURIComponent(phone)}/typing`);
+    expectError(stop, 422, "UNPROCESSABLE_CONTENT");
+    expect((stop.body as { error: { message: string } }).error.message).toBe(
+      "typing: the bluebubbles server cannot stop typing without a send (its DELETE /chat/:guid/typing starts it again)",
+    );
+    await send(s, phone, "Here is the answer");
+    expect(f.typing.has(chat)).toBe(false);
+    expect(f.requests.filter((r) => r.method === "DELETE")).toEqual([]);
+  });
+
+  test("marking read reaches the server (chat/:guid/read) and zeroes unread", async () => {
+    const phone = newPhone();
+    f.addChat(phone);
+    await theirs(phone, "Are you there?");
+    await theirs(phone, "Hello?");
+    const contact = async () => (await call<{ contact: { unread: number } }>(s, "GET", `/api/contacts/${encodeURIComponent(phone)}`)).body.contact;
+    expect((await contact()).unread).toBe(2);
+    const read = await call<{ contact: { unread: number } }>(s, "POST", `/api/contacts/${encodeURIComponent(phone)}/read`);
+    expect([read.status, read.body.contact.unread]).toEqual([200, 0]);
+    expect(f.reads).toContain(`iMessage;-;${phone}`);
+    expect((await contact()).unread).toBe(0);
+  });
+
+  test("ours edited and unsent on the server; Apple ignoring it (200, dateEdited unchanged) is 409 and the record stays", async () => {
+    const phone = newPhone();
+    const first = await ours(phone, "Meet at 6");
+    const edited = await call<{ message: Conversed }>(s, "POST", `/api/messages/${first.id}/edit`, { body: { message: "Meet at 7" } });
+    expect([edited.status, edited.body.message.message, first.mac.text]).toEqual([200, "Meet at 7", "Meet at 7"]);
+    const second = await ours(phone, "Wrong chat");
+    const unsent = await call<{ message: Conversed }>(s, "POST", `/api/messages/${second.id}/unsend`);
+    expect([unsent.status, unsent.body.message.unsent_at !== null, second.mac.partCount]).toEqual([200, true, 0]);
+    f.appleIgnores = true;
+    try {
+      const third = await ours(phone, "Final");
+      expectError(await call(s, "POST", `/api/messages/${third.id}/edit`, { body: { message: "Changed" } }), 409, "CONFLICT");
+      expectError(await call(s, "POST", `/api/messages/${third.id}/unsend`), 409, "CONFLICT");
+      const kept = await recordOf(phone, third.id);
+      expect([kept.message, kept.edited_at, kept.unsent_at]).toEqual(["Final", null, null]);
+    } finally {
+      f.appleIgnores = false;
+    }
+  });
+
+  test("the server's Private API off: 422 naming the field for each action, nothing changed", async () => {
+    const phone = newPhone();
+    const { id } = await ours(phone, "Soon");
+    f.privateApi.enabled = false;
+    try {
+      const refused = async (method: string, path: string, field: string, body?: unknown) => {
+        const reply = await call(s, method, path, body === undefined ? {} : { body });
+        expectError(reply, 422, "UNPROCESSABLE_CONTENT");
+        expect((reply.body as { error: { message: string } }).error.message).toBe(`${field}: the bluebubbles server's Private API is off`);
+      };
+      await refused("POST", `/api/messages/${id}/reactions`, "reaction", { reaction: "like" });
+      await refused("POST", `/api/contacts/${encodeURIComponent(phone)}/typing`, "typing");
+      await refused("POST", `/api/contacts/${encodeURIComponent(phone)}/read`, "read");
+      await refused("POST", `/api/messages/${id}/edit`, "message", { message: "Later" });
+      await refused("POST", `/api/messages/${id}/unsend`, "unsend");
+      const record = await recordOf(phone, id);
+      expect([record.reactions, record.message, record.edited_at, record.unsent_at]).toEqual([[], "Soon", null, null]);
+    } finally {
+      f.privateApi.enabled = true;
+    }
   });
 });
 

@@ -34,10 +34,49 @@
  *   with its MIME type (404 "Attachment does not exist!").
  * - Error shapes: api/http/api/v1/responses/errors.ts; a wrong password is 401
  *   (middleware/authMiddleware.ts).
+ * - The Private API (`privateApi`, switchable): helpers/utils.ts checkPrivateApiStatus fails
+ *   with "iMessage Private API is not enabled!" or "... Helper is not connected!". Routes with
+ *   middleware/privateApiMiddleware.ts (react, chat typing and read) answer it as 500 "Please
+ *   make sure you have completed the setup for the Private API, and your helper is connected!"
+ *   before their body is validated (httpRoutes.ts buildMiddleware: middleware, then validators);
+ *   edit and unsend check it inside the interface, after validation and the message lookup,
+ *   answered with their router's summary ("Message Edit Error", "Unsend Message Error").
+ * - `POST /api/v1/message/react` `{ chatGuid, selectedMessageGuid, reaction, partIndex }`:
+ *   validators/messageValidator.ts sendReactionRules (reaction in
+ *   api/interfaces/messageInterface.ts possibleReactions: love … question and -love …
+ *   -question); routers/messageRouter.ts react (400 "Selected message does not exist!");
+ *   MessageInterface.sendReaction stores `Loved “<text>”` (api/apple/mappings.ts
+ *   reactionTextMap, negativeReactionTextMap) with associatedMessageGuid `p:<part>/<guid>`,
+ *   announced once as `new-message` (no tempGuid), answered 200 "Reaction sent!".
+ * - `POST|DELETE /api/v1/chat/:guid/typing`: routers/chatRouter.ts startTyping and stopTyping,
+ *   which at v1.9.9 both call ChatInterface.startTyping: the DELETE starts typing too.
+ *   MessageInterface.sendMessageSync (message/text) stops it in that chat (typingCache);
+ *   attachments and chat/new do not. No body, 200 even for an unknown chat (fire and forget).
+ * - `POST /api/v1/chat/:guid/read`: ChatInterface.markRead, then `chat-read-status-changed`
+ *   `{ chatGuid, read: true }`; 200 "Successfully marked chat as read!".
+ * - `POST /api/v1/message/:guid/edit` `{ editedMessage, backwardsCompatibilityMessage,
+ *   partIndex }` and `/unsend` `{ partIndex }`: messageValidator.ts editParamRules and
+ *   unsendParamRules; messageRouter.ts editMessage and unsendMessage (400 "Selected message
+ *   does not exist!", "Associated chat not found!"); MessageInterface.editMessage and
+ *   unsendMessage wait for a newer dateEdited and answer the message as it is then (200
+ *   "Message edited!", "Message unsent!"), unchanged when Apple ignored it (`appleIgnores`:
+ *   helpers/utils.ts resultAwaiter returns the last data at its timeout; the real one after
+ *   about 43 s, this one at once). An unsend empties the text, sets partCount 0 and
+ *   retractedParts (databases/imessage/entity/Message.ts hasUnsentParts).
+ * - `GET /api/v1/server/info`: api/interfaces/generalInterface.ts getServerMetadata
+ *   (`private_api`, `helper_connected`).
  * - Webhooks: a sent message is announced twice as `new-message`, once when it appears in
  *   chat.db (index.ts handleNewMessage, no tempGuid) and once when it matches the waiting
  *   send (index.ts emitMessageMatch, with the tempGuid); services/webhookService posts
- *   `{ type, data }` to each webhook URL.
+ *   `{ type, data }` to each webhook URL. Webhook messages are serialized for a notification
+ *   (api/serializers/MessageSerializer.ts: attributedBody, messageSummaryInfo and payloadData
+ *   null); `updated-message` has no `chats` and no tempGuid (index.ts handleUpdatedMessage).
+ *   The contact's side: `contactReacts` (a tapback `new-message`), `contactTypes`
+ *   (`typing-indicator` `{ display, guid }`, privateApi/eventHandlers/
+ *   PrivateApiTypingEventHandler.ts), `contactReads`, `contactEdits`, `contactUnsends`
+ *   (`updated-message`, databases/imessage/pollers/MessagePoller.ts poll); `late` sends the
+ *   change as `new-message`, as the server does once its event cache forgot the guid after
+ *   an hour (databases/imessage/pollers/index.ts getMessageEvent, trimEventCache).
  *
  * It records every request (method, path, query, headers, parsed body).
  */
@@ -84,8 +123,16 @@ export interface BbMessage {
   expressiveSendStyleId: string | null;
   threadOriginatorGuid: string | null;
   hasPayloadData: boolean;
-  chats?: { guid: string; chatIdentifier: string; style: number; participants?: unknown[] }[];
+  chats?: { originalROWID: number; guid: string; style: number; chatIdentifier: string; isArchived: boolean; displayName: string | null; participants?: unknown[] }[];
   tempGuid?: string | null;
+  /** High Sierra+: parsed only in HTTP answers; null in webhooks (MessageSerializer.ts). */
+  attributedBody: unknown[] | null;
+  messageSummaryInfo: { retractedParts?: number[] }[] | null;
+  payloadData: unknown[] | null;
+  /** Ventura+ (MessageSerializer.ts convert). */
+  dateEdited: number | null;
+  dateRetracted: number | null;
+  partCount: number;
 }
 
 export interface RecordedRequest {
@@ -147,10 +194,76 @@ export function bbMessage(p: {
     expressiveSendStyleId: null,
     threadOriginatorGuid: p.threadOriginatorGuid ?? null,
     hasPayloadData: false,
-    chats: [{ guid: chatGuid, chatIdentifier: group ? chatGuid.split(";+;")[1]! : p.address, style: group ? 43 : 45 }],
+    // ChatSerializer.ts convert for a notification: six fields, no participants.
+    chats: [{ originalROWID: 12, guid: chatGuid, style: group ? 43 : 45, chatIdentifier: group ? chatGuid.split(";+;")[1]! : p.address, isArchived: false, displayName: null }],
+    attributedBody: null,
+    messageSummaryInfo: null,
+    payloadData: null,
+    dateEdited: null,
+    dateRetracted: null,
+    partCount: 1,
   };
   if (p.tempGuid !== undefined) message.tempGuid = p.tempGuid;
   return message;
+}
+
+/**
+ * A message as a webhook carries it (MessageSerializer.ts serialize for a notification:
+ * attributedBody, messageSummaryInfo and payloadData null); an `updated-message` also
+ * without `chats` and tempGuid (index.ts handleUpdatedMessage: includeChats false).
+ */
+export function bbNotification(message: BbMessage, type: "new-message" | "updated-message" = "new-message"): BbMessage {
+  const { chats, tempGuid, ...rest } = message;
+  const data: BbMessage = { ...rest, attributedBody: null, messageSummaryInfo: null, payloadData: null };
+  if (type === "new-message") {
+    if (chats) data.chats = chats;
+    if (tempGuid !== undefined) data.tempGuid = tempGuid;
+  }
+  return data;
+}
+
+/** `message` with `changes`, as an `updated-message` webhook carries it. */
+export function bbUpdated(message: BbMessage, changes: Partial<BbMessage> = {}): BbMessage {
+  return bbNotification({ ...message, ...changes }, "updated-message");
+}
+
+/** api/apple/mappings.ts reactionTextMap and negativeReactionTextMap: the text the Mac stores for a tapback. */
+const REACTION_TEXT: Record<string, string> = {
+  love: "Loved",
+  like: "Liked",
+  dislike: "Disliked",
+  laugh: "Laughed at",
+  emphasize: "Emphasized",
+  question: "Questioned",
+  "-love": "Removed a heart",
+  "-like": "Removed a like",
+  "-dislike": "Removed a dislike",
+  "-laugh": "Removed a laugh",
+  "-emphasize": "Removed an exclamation",
+  "-question": "Removed a question mark",
+};
+
+/** api/interfaces/messageInterface.ts possibleReactions: what message/react accepts. */
+export const BB_REACTIONS = Object.keys(REACTION_TEXT);
+
+/**
+ * A tapback on `target` as chat.db holds it: associatedMessageGuid `p:<part>/<guid>`, or
+ * `bp:<guid>` on a balloon (app or link) message; associatedMessageType as
+ * databases/transformers/MessageTypeTransformer.ts names it ("love" … "-question",
+ * "sticker", or an unmapped number such as "2006" for an emoji tapback).
+ */
+export function bbTapback(p: { target: BbMessage; type: string; address: string; isFromMe?: boolean; partIndex?: number; balloon?: boolean; chatGuid?: string }): BbMessage {
+  const verb = REACTION_TEXT[p.type];
+  // MessageInterface.sendReaction: `<verb> “<text>”`; an emoji tapback's text is the server's to choose.
+  const text = verb ? `${verb} “${p.target.text ?? ""}”` : `Reacted to “${p.target.text ?? ""}”`;
+  return bbMessage({
+    address: p.address,
+    text,
+    isFromMe: p.isFromMe ?? false,
+    associatedMessageType: p.type,
+    associatedMessageGuid: p.balloon ? `bp:${p.target.guid}` : `p:${p.partIndex ?? 0}/${p.target.guid}`,
+    ...(p.chatGuid ? { chatGuid: p.chatGuid } : {}),
+  });
 }
 
 /** An attachment as api/serializers/AttachmentSerializer.ts lists it on a message. */
@@ -198,6 +311,29 @@ export interface FakeBlueBubbles {
   addGroup(addresses: string[]): BbChat;
   /** Posts `{ type, data }` to every webhook URL; resolves when all answered. */
   emit(type: string, data: unknown): Promise<void>;
+  /**
+   * helpers/utils.ts checkPrivateApiStatus: the server's `enable_private_api` setting and its
+   * helper's connection (api/privateApi/PrivateApiService.ts `helper`). Tests may switch them.
+   */
+  privateApi: { enabled: boolean; helperConnected: boolean };
+  /** Chats where the Mac shows our typing indicator now (the server's typingCache). */
+  typing: Set<string>;
+  /** Every start of our typing the helper was told, in order (a DELETE is one too). */
+  typingStarts: string[];
+  /** Chats marked read through chat/:guid/read, in order. */
+  reads: string[];
+  /** Apple ignores our edits and unsends (past its window or limits): the server still answers 200. */
+  appleIgnores: boolean;
+  /** The contact reacts (`type` as the serializer names it) to a message: a tapback `new-message`. */
+  contactReacts(target: BbMessage, type: string, opts?: { partIndex?: number; balloon?: boolean }): Promise<BbMessage>;
+  /** The helper reports the contact typing or not in their one-to-one chat (`typing-indicator`). */
+  contactTypes(address: string, display: boolean): Promise<void>;
+  /** The contact read our message: `dateRead` set, `updated-message` (one-to-one chats only). */
+  contactReads(message: BbMessage, opts?: { at?: number; late?: boolean }): Promise<BbMessage>;
+  /** The contact edited their message: new text, newer `dateEdited`, `updated-message`. */
+  contactEdits(message: BbMessage, text: string, opts?: { late?: boolean }): Promise<BbMessage>;
+  /** The contact unsent their message: newer `dateEdited`, no text, partCount 0, `updated-message`. */
+  contactUnsends(message: BbMessage, opts?: { late?: boolean }): Promise<BbMessage>;
   replyToSend(r: SendReply | ((req: RecordedRequest) => SendReply | Promise<SendReply>)): void;
   replyToQuery(r: QueryReply): void;
   /** Waits (bounded) until the predicate holds over the recorded requests. */
@@ -215,11 +351,50 @@ function badRequest(error: string): Response {
   return bbError(400, "You've made a bad request! Please check your request params & body", "Validation Error", error);
 }
 
+/**
+ * validators/index.ts ValidateInput with validatorjs' English messages: the first failing
+ * rule of the first failing field, in the rules' order. Only the rules these routes use.
+ */
+function validate(body: any, rules: Record<string, string>): Response | null {
+  const data = body && typeof body === "object" ? body : {};
+  for (const [field, rule] of Object.entries(rules)) {
+    const value = data[field];
+    const present = value !== undefined && value !== null && value !== "";
+    const parts = rule.split("|");
+    if (!present) {
+      if (parts.includes("required")) return badRequest(`The ${field} field is required.`);
+      continue;
+    }
+    for (const part of parts) {
+      if (part === "string" && typeof value !== "string") return badRequest(`The ${field} must be a string.`);
+      if (part.startsWith("in:") && !part.slice(3).split(",").includes(String(value))) return badRequest(`The selected ${field} is invalid.`);
+      if (part === "numeric" && !Number.isFinite(Number(value))) return badRequest(`The ${field} must be a number.`);
+      if (part === "min:0" && Number(value) < 0) return badRequest(`The ${field} must be at least 0.`);
+    }
+  }
+  return null;
+}
+
 /** messagePromise.ts: the server gives up waiting for a sent message after 2 minutes. */
 const SERVER_SEND_WAIT_MS = 2 * 60_000;
 
-/** `privateApi`: the server's Private API is enabled and its helper connected (needed for threaded replies). */
+/** `privateApi`: the server's Private API is enabled and its helper connected (needed for threaded replies, reactions, typing, read, edit, unsend). */
 export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boolean } = {}): FakeBlueBubbles {
+  const privateApi = { enabled: opts.privateApi ?? false, helperConnected: opts.privateApi ?? false };
+  /** helpers/utils.ts checkPrivateApiStatus: the text of the Error it throws, or null. */
+  const privateApiError = () =>
+    !privateApi.enabled ? "iMessage Private API is not enabled!" : !privateApi.helperConnected ? "iMessage Private API Helper is not connected!" : null;
+  /** middleware/privateApiMiddleware.ts: rethrown as an IMessageError with this summary. */
+  const privateApiMiddleware = () => {
+    const error = privateApiError();
+    return error ? bbError(500, "Please make sure you have completed the setup for the Private API, and your helper is connected!", "iMessage Error", error) : null;
+  };
+  const typing = new Set<string>();
+  const typingStarts: string[] = [];
+  const reads: string[] = [];
+  /** PrivateApiTypingEventHandler.ts cache: the last value per chat and when it was seen. */
+  const typingSeen = new Map<string, { display: boolean; at: number }>();
+  let appleIgnores = false;
   const password = opts.password ?? `bb-${randomUUID()}`;
   const requests: RecordedRequest[] = [];
   const messages: BbMessage[] = [];
@@ -293,10 +468,37 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
     });
     sent.push(message);
     if (reply.store !== false) messages.push(message);
-    await emit("new-message", message);
-    await emit("new-message", { ...message, tempGuid });
+    await emit("new-message", bbNotification(message));
+    await emit("new-message", bbNotification({ ...message, tempGuid }));
     return message;
   }
+
+  /** The Mac's copy of a message (chat.db): the stored one, else this one, stored now. */
+  function onMac(message: BbMessage): BbMessage {
+    const stored = messages.find((m) => m.guid === message.guid);
+    if (stored) return stored;
+    messages.push(message);
+    return message;
+  }
+
+  /** A later dateEdited than the message has (the pollers compare it with `>`). */
+  const nextEdit = (m: BbMessage) => Math.max(Date.now(), (m.dateEdited ?? 0) + 1);
+
+  /** Messages.app edits or unsends a message in chat.db (Message.ts hasUnsentParts, isFullyUnsent). */
+  function change(m: BbMessage, text: string | null): void {
+    m.dateEdited = nextEdit(m);
+    if (text === null) {
+      m.text = null;
+      m.partCount = 0;
+      m.messageSummaryInfo = [{ retractedParts: [0] }];
+    } else {
+      m.text = text;
+    }
+  }
+
+  /** index.ts handleUpdatedMessage, or handleNewMessage once the poller's event cache forgot the guid. */
+  const announceChange = (m: BbMessage, late = false) =>
+    late ? emit("new-message", bbNotification(m)) : emit("updated-message", bbUpdated(m));
 
   const server = Bun.serve({
     port: 0,
@@ -356,9 +558,10 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
           return badRequest("A 'message' or 'subject' is required when sending via the Private API");
         }
         if (sendCache.has(body.tempGuid)) return badRequest(`Message is already queued to be sent! (Temp GUID: ${body.tempGuid})`);
-        if (method === "private-api" && !opts.privateApi) {
+        const privateApiOff = method === "private-api" ? privateApiError() : null;
+        if (privateApiOff) {
           // messageRouter.ts sendText: any other error becomes IMessageError with its text.
-          return bbError(500, "Message Send Error", "iMessage Error", "iMessage Private API is not enabled!");
+          return bbError(500, "Message Send Error", "iMessage Error", privateApiOff);
         }
         const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
         if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
@@ -370,6 +573,8 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
           // answers IMessageError with the script's error.
           return bbError(500, "Message Send Error", "iMessage Error", `execution error: Messages got an error: Can’t get chat id "${body.chatGuid}". (-1728)`);
         }
+        // messageInterface.ts sendMessageSync: a send stops our typing in that chat.
+        typing.delete(chat.guid);
         sendCache.add(body.tempGuid);
         try {
           const message = await macSends(chat, body.message, body.tempGuid, reply, { threadOriginatorGuid: method === "private-api" ? (body.selectedMessageGuid ?? null) : null });
@@ -508,6 +713,84 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
         });
       }
 
+      if (req.method === "GET" && url.pathname === "/api/v1/server/info") {
+        // routers/serverRouter.ts getInfo, generalInterface.ts getServerMetadata (the fields Textwire may read).
+        return Response.json({
+          status: 200,
+          message: "Success",
+          data: { os_version: "14.4", server_version: "1.9.9", private_api: privateApi.enabled, proxy_service: "Dynamic DNS", helper_connected: privateApi.helperConnected },
+        });
+      }
+
+      if (req.method === "POST" && url.pathname === "/api/v1/message/react") {
+        // httpRoutes.ts: PrivateApiMiddleware, then messageValidator.ts validateReaction, then messageRouter.ts react.
+        const off = privateApiMiddleware();
+        if (off) return off;
+        const invalid = validate(body, {
+          chatGuid: "required|string",
+          selectedMessageGuid: "required|string",
+          reaction: `required|string|in:${BB_REACTIONS.join(",")}`,
+          partIndex: "numeric|min:0",
+        });
+        if (invalid) return invalid;
+        const target = messages.find((m) => m.guid === body.selectedMessageGuid);
+        if (!target) return badRequest("Selected message does not exist!");
+        const chat = chats.get(body.chatGuid);
+        // The helper (BlueBubblesHelper.m getIMChatFromGuid) answers the transaction with an
+        // error; messageRouter.ts react turns it into a "Reaction Send Error".
+        if (!chat) return bbError(500, "Reaction Send Error", "iMessage Error", "Chat does not exist in IMChatRegistry!");
+        const tapback = bbTapback({ target, type: body.reaction, address: chat.participants[0]!, isFromMe: true, partIndex: Number(body.partIndex ?? 0), chatGuid: chat.guid });
+        messages.push(tapback);
+        sent.push(tapback);
+        // messageInterface.ts sendReaction registers no tempGuid: one `new-message`, without it.
+        await emit("new-message", bbNotification(tapback));
+        return Response.json({ status: 200, message: "Reaction sent!", data: tapback });
+      }
+
+      const chatAction = /^\/api\/v1\/chat\/([^/]+)\/(typing|read)$/.exec(url.pathname);
+      if (chatAction && (req.method === "POST" || (req.method === "DELETE" && chatAction[2] === "typing"))) {
+        // httpRoutes.ts: PrivateApiMiddleware; no body, no validator.
+        const off = privateApiMiddleware();
+        if (off) return off;
+        const guid = decodeURIComponent(chatAction[1]!);
+        if (chatAction[2] === "read") {
+          // chatInterface.ts markRead: fire and forget, then chat-read-status-changed.
+          reads.push(guid);
+          await emit("chat-read-status-changed", { chatGuid: guid, read: true });
+          return Response.json({ status: 200, message: "Successfully marked chat as read!" });
+        }
+        // chatRouter.ts stopTyping calls ChatInterface.startTyping as startTyping does (v1.9.9).
+        typing.add(guid);
+        typingStarts.push(guid);
+        return Response.json({ status: 200, message: req.method === "POST" ? "Successfully started typing!" : "Successfully stopped typing!" });
+      }
+
+      const messageAction = /^\/api\/v1\/message\/([^/]+)\/(edit|unsend)$/.exec(url.pathname);
+      if (req.method === "POST" && messageAction) {
+        const edit = messageAction[2] === "edit";
+        // httpRoutes.ts: no Private API middleware; messageValidator.ts validateEdit / validateUnsend.
+        const invalid = validate(
+          body,
+          edit ? { editedMessage: "required|string", backwardsCompatibilityMessage: "required|string", partIndex: "numeric|min:0" } : { partIndex: "numeric|min:0" },
+        );
+        if (invalid) return invalid;
+        // messageRouter.ts editMessage / unsendMessage: the message and its chat first.
+        const m = messages.find((x) => x.guid === decodeURIComponent(messageAction[1]!));
+        if (!m) return badRequest("Selected message does not exist!");
+        if (!m.chats?.length) return badRequest("Associated chat not found!");
+        // messageInterface.ts editMessage / unsendMessage: checkPrivateApiStatus, answered with the router's summary.
+        const off = privateApiError();
+        if (off) return bbError(500, edit ? "Message Edit Error" : "Unsend Message Error", "iMessage Error", off);
+        // The helper acks at once (BlueBubblesHelper.m edit-message / unsend-message); Apple
+        // changes only our own messages, within its limits.
+        if (m.isFromMe && !appleIgnores) {
+          change(m, edit ? String(body.editedMessage) : null);
+          await announceChange(m);
+        }
+        // resultAwaiter returns the message as it is when its wait ends, changed or not.
+        return Response.json({ status: 200, message: edit ? "Message edited!" : "Message unsent!", data: m });
+      }
+
       return bbError(404, "The requested resource was not found", "Database Error", `Route not found: ${req.method} ${url.pathname}`);
     },
   });
@@ -537,6 +820,52 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
     addChat,
     addGroup,
     emit,
+    privateApi,
+    typing,
+    typingStarts,
+    reads,
+    get appleIgnores() {
+      return appleIgnores;
+    },
+    set appleIgnores(on: boolean) {
+      appleIgnores = on;
+    },
+    async contactReacts(target, type, o = {}) {
+      const address = target.handle?.address ?? target.chats?.[0]?.chatIdentifier ?? "";
+      const chatGuid = target.chats?.[0]?.guid;
+      const tapback = bbTapback({ target, type, address, ...(chatGuid ? { chatGuid } : {}), ...o });
+      messages.push(tapback);
+      await emit("new-message", bbNotification(tapback));
+      return tapback;
+    },
+    async contactTypes(address, display) {
+      const guid = `iMessage;-;${address}`;
+      // PrivateApiTypingEventHandler.ts handle: emitted when new, changed, or the same value after 5 s.
+      const seen = typingSeen.get(guid);
+      const now = Date.now();
+      if (seen && seen.display === display && now - seen.at <= 5000) return;
+      typingSeen.set(guid, { display, at: now });
+      await emit("typing-indicator", { display, guid });
+    },
+    async contactReads(message, o = {}) {
+      const m = onMac(message);
+      m.dateRead = o.at ?? Date.now();
+      // MessagePoller.ts poll: a read counts only for our messages outside group chats.
+      if (m.isFromMe && !(m.chats ?? []).some((c) => c.style === 43)) await announceChange(m, o.late);
+      return m;
+    },
+    async contactEdits(message, text, o = {}) {
+      const m = onMac(message);
+      change(m, text);
+      await announceChange(m, o.late);
+      return m;
+    },
+    async contactUnsends(message, o = {}) {
+      const m = onMac(message);
+      change(m, null);
+      await announceChange(m, o.late);
+      return m;
+    },
     replyToSend(r) {
       sendReply = r;
     },
