@@ -2,6 +2,7 @@ import { contactsRouter } from "./routers/contacts";
 import { conversationsRouter } from "./routers/conversations";
 import { keysRouter } from "./routers/keys";
 import { messagesRouter } from "./routers/messages";
+import { networkRouter } from "./routers/network";
 import { systemRouter } from "./routers/system";
 import { eventsRouter, webhookEndpointsRouter } from "./routers/webhook-endpoints";
 import { webhooksRouter } from "./routers/webhooks";
@@ -11,6 +12,7 @@ import { router } from "./trpc";
 /** The operator console's procedures: tRPC only (no `openapi` meta), so REST and /openapi.json stay as they are. */
 const consoleProcedures = {
   conversations: conversationsRouter,
+  network: networkRouter,
   keys: keysRouter,
   workflows: workflowsRouter,
   system: systemRouter,

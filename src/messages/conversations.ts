@@ -25,6 +25,7 @@ export const conversationRecord = z
     phone: z.string(),
     last_message: messageRecord.meta({ description: "The newest message with this phone, either direction." }),
     opted_out: z.boolean().meta({ description: "The contact opted out (replied STOP): sends to it are refused." }),
+    unread: z.number().int().meta({ description: "Its inbound messages not marked read (POST /api/contacts/{phone}/read)." }),
   })
   .meta({ id: "Conversation" });
 
@@ -36,5 +37,5 @@ export type ConversationRecord = z.infer<typeof conversationRecord>;
 export async function listConversations(messages: MessageRepository, input: { search?: string; limit: number }): Promise<ConversationRecord[]> {
   const rows = await messages.conversations({ search: input.search, limit: input.limit });
   const records = await toRecords(messages, rows);
-  return records.map((last, i) => ({ phone: last.phone, last_message: last, opted_out: rows[i]!.optedOut }));
+  return records.map((last, i) => ({ phone: last.phone, last_message: last, opted_out: rows[i]!.optedOut, unread: rows[i]!.unread }));
 }

@@ -1,10 +1,14 @@
+import { editOurMessage, unsendOurMessage } from "../../messages/edits";
+import { reactToMessage, removeOurReaction } from "../../messages/reactions";
 import {
   canceledOutput,
   historyInput,
   messageIdInput,
+  messageTextSchema,
   historyOutput,
   pollInput,
   pollOutput,
+  reactionSchema,
   scheduledInput,
   scheduledOutput,
   sendInput,
@@ -110,6 +114,24 @@ export const messagesRouter = (maxMessageLength: number) =>
       .input(messageIdInput)
       .output(canceledOutput)
       .mutation(({ ctx, input }) => cancelScheduled(ctx.app.storage.messages, input.id)),
+
+    // Minimal tRPC faces of the issue-24 services for the console (branch console24); branch api24's full procedures replace them.
+    react: authedProcedure
+      .input(messageIdInput.extend({ reaction: reactionSchema }))
+      .output(canceledOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await reactToMessage(ctx.app, input.id, input.reaction) })),
+    unreact: authedProcedure
+      .input(messageIdInput)
+      .output(canceledOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await removeOurReaction(ctx.app, input.id) })),
+    edit: authedProcedure
+      .input(messageIdInput.extend({ message: messageTextSchema(maxMessageLength) }))
+      .output(canceledOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await editOurMessage(ctx.app, input.id, input.message) })),
+    unsend: authedProcedure
+      .input(messageIdInput)
+      .output(canceledOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await unsendOurMessage(ctx.app, input.id) })),
 
     history: authedProcedure
       .meta({
