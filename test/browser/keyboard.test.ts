@@ -2,27 +2,7 @@
 // with Enter, Space and Escape (docs/console.md "Keyboard").
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Locator, Page } from "playwright-core";
-import { assertOwnHostOnly, consoleNav, ECHO_WORKFLOW, keyField, newPhone, signedInConsole, threadList, UI_MS, waitFor, waitForText } from "./support";
-
-/** Tab presses allowed to reach a control: more means it is out of reach. */
-const MAX_TABS = 60;
-
-const isFocused = (target: Locator) => target.evaluate((el) => el === document.activeElement).catch(() => false);
-
-/** Presses Tab until `target` has the focus (bounded), then checks the focus can be seen. */
-async function tabTo(page: Page, target: Locator, what: string): Promise<void> {
-  await target.waitFor({ timeout: UI_MS });
-  for (let presses = 0; !(await isFocused(target)); presses++) {
-    if (presses === MAX_TABS) throw new Error(`${what} was not reached with ${MAX_TABS} presses of Tab`);
-    await page.keyboard.press("Tab");
-  }
-  const ring = await target.evaluate((el) => {
-    const style = getComputedStyle(el);
-    return { outline: style.outlineStyle !== "none" && style.outlineWidth !== "0px", shadow: style.boxShadow !== "none" };
-  });
-  assert.ok(ring.outline || ring.shadow, `${what} shows no focus (no outline, no box-shadow)`);
-}
+import { assertOwnHostOnly, consoleNav, ECHO_WORKFLOW, isFocused, keyField, newPhone, signedInConsole, tabTo, threadList, UI_MS, waitFor, waitForText } from "./support";
 
 describe("keyboard", () => {
   const phone = newPhone();

@@ -71,6 +71,10 @@ export interface MessageRecord {
   error?: string;
   reply_to: string | null;
   media: { id: string; content_type: string; size: number; url: string }[];
+  reactions: { reaction: string; direction: "inbound" | "outbound"; phone: string | null; timestamp: string }[];
+  read_at: string | null;
+  edited_at: string | null;
+  unsent_at: string | null;
 }
 
 export interface TestServer {
@@ -409,6 +413,25 @@ export async function assertAccessible(page: Page, what: string): Promise<void> 
     [],
     `axe-core on ${what}`,
   );
+}
+
+/** Tab presses allowed to reach a control: more means it is out of reach. */
+const MAX_TABS = 60;
+
+export const isFocused = (target: Locator) => target.evaluate((el) => el === document.activeElement).catch(() => false);
+
+/** Presses Tab until `target` has the focus (bounded), then checks the focus can be seen. */
+export async function tabTo(page: Page, target: Locator, what: string): Promise<void> {
+  await target.waitFor({ timeout: UI_MS });
+  for (let presses = 0; !(await isFocused(target)); presses++) {
+    if (presses === MAX_TABS) throw new Error(`${what} was not reached with ${MAX_TABS} presses of Tab`);
+    await page.keyboard.press("Tab");
+  }
+  const ring = await target.evaluate((el) => {
+    const style = getComputedStyle(el);
+    return { outline: style.outlineStyle !== "none" && style.outlineWidth !== "0px", shadow: style.boxShadow !== "none" };
+  });
+  assert.ok(ring.outline || ring.shadow, `${what} shows no focus (no outline, no box-shadow)`);
 }
 
 /** The innermost element of `scope` of one of `selector` holding `text` (a message, a row). */

@@ -13,7 +13,7 @@ const searchDigits = (typed: string) => typed.replace(/[^\d+]/g, "").slice(0, 16
 /** How many conversations the list shows; the search finds the others. */
 const LIMIT = 50;
 
-/** The latest conversations, most recently active first, each a link to its thread; searchable by any part of the number. */
+/** The latest conversations, most recently active first, each a link to its thread with its unread count; searchable by any part of the number. */
 export function ConversationList({ openPhone }: { openPhone: string | undefined }) {
   const trpc = useTRPC();
   const [typed, setTyped] = useState("");
@@ -28,11 +28,11 @@ export function ConversationList({ openPhone }: { openPhone: string | undefined 
       <ErrorAlert error={list.error} />
       {conversations && conversations.length === 0 && <p>{search ? `No conversation with a number containing ${search}.` : "No conversations yet."}</p>}
       <ul aria-busy={list.isFetching && !conversations}>
-        {conversations?.map(({ phone, last_message }) => (
+        {conversations?.map(({ phone, last_message, unread }) => (
           <li key={phone}>
             <Link href={threadPath(phone)} aria-current={phone === openPhone ? "page" : undefined}>
               <span>
-                <strong>{phone}</strong> <LocalTime value={last_message.timestamp} compact />
+                <strong>{phone}</strong> {unread > 0 && <mark className="unread">{unread} unread</mark>} <LocalTime value={last_message.timestamp} compact />
               </span>{" "}
               <small>
                 {last_message.direction === "outbound" ? "You: " : ""}

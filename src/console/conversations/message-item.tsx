@@ -1,6 +1,10 @@
+import { useId } from "react";
 import type { MessageRecord } from "../../messages/schemas";
+import type { NetworkCapabilities } from "../../vocabulary/network";
 import { LocalTime } from "../components/local-time";
+import { MessageActions } from "./message-actions";
 import { preview } from "./preview";
+import { REACTION_NAMES } from "./reactions";
 
 const kilobytes = (size: number) => `${Math.max(1, Math.round(size / 1024))} KB`;
 
@@ -27,12 +31,43 @@ const excerpt = (message: MessageRecord) => {
   return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 };
 
-/** One message of a thread: direction, local time, status, its error, its files, the message it answers. */
-export function MessageItem({ message, repliesTo }: { message: MessageRecord; repliesTo: MessageRecord | undefined }) {
+/** The reactions standing on a message, each with who gave it: "You" (ours) or the contact's number. */
+function Reactions({ reactions }: { reactions: MessageRecord["reactions"] }) {
+  return (
+    <ul className="reactions" aria-label="Reactions">
+      {reactions.map(({ reaction, direction, phone, timestamp }) => (
+        <li key={`${direction}${phone}`} title={new Date(timestamp).toLocaleString()}>
+          {direction === "outbound" ? "You" : phone}: <span aria-hidden="true">{REACTION_NAMES[reaction].emoji}</span> {REACTION_NAMES[reaction].name}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/**
+ * One message of a thread: direction, local time, status, "Edited" or "Unsent", its error,
+ * its files, the message it answers, its reactions, "Read" (`showRead`: our last message the
+ * contact read) and what the operator can do with it (`capabilities`: once known).
+ */
+export function MessageItem({
+  message,
+  repliesTo,
+  showRead,
+  capabilities,
+}: {
+  message: MessageRecord;
+  repliesTo: MessageRecord | undefined;
+  showRead: boolean;
+  capabilities: NetworkCapabilities | undefined;
+}) {
   const sent = message.direction === "outbound";
+  // What each action button is described by: the text, or the heading line of a message without one.
+  const describedId = useId();
+  // An unsent message was maybe edited first: what counts is that it is gone.
+  const change = message.unsent_at ? { label: "Unsent", at: message.unsent_at } : message.edited_at ? { label: "Edited", at: message.edited_at } : null;
   return (
     <li className={sent ? "sent" : "received"}>
-      <small>
+      <small id={message.message ? undefined : describedId}>
         <strong>{sent ? "Sent" : "Received"}</strong> · <LocalTime value={message.timestamp} /> · {message.status}
         {message.send_at && (
           <>
@@ -40,11 +75,17 @@ export function MessageItem({ message, repliesTo }: { message: MessageRecord; re
             for <LocalTime value={message.send_at} />
           </>
         )}
+        {change && (
+          <>
+            {" · "}
+            <mark title={new Date(change.at).toLocaleString()}>{change.label}</mark>
+          </>
+        )}
       </small>
       {message.reply_to && (
         <small className="reply-to">Reply to {repliesTo ? `“${excerpt(repliesTo)}”` : "an earlier message"}</small>
       )}
-      {message.message && <p>{message.message}</p>}
+      {message.message && <p id={describedId}>{message.message}</p>}
       {message.media.length > 0 && (
         <div className="media">
           {message.media.map((media, index) => (
@@ -53,6 +94,13 @@ export function MessageItem({ message, repliesTo }: { message: MessageRecord; re
         </div>
       )}
       {message.error && <p className="error">Error: {message.error}</p>}
+      {message.reactions.length > 0 && <Reactions reactions={message.reactions} />}
+      {showRead && message.read_at && (
+        <small className="read">
+          Read <LocalTime value={message.read_at} compact />
+        </small>
+      )}
+      {capabilities && <MessageActions message={message} capabilities={capabilities} describedBy={describedId} />}
     </li>
   );
 }

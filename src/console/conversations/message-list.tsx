@@ -1,10 +1,12 @@
 import { useLayoutEffect, useRef } from "react";
 import type { MessageRecord } from "../../messages/schemas";
 import { MessageItem } from "./message-item";
+import { useCapabilities } from "./use-capabilities";
 
 /**
- * The thread's messages, oldest first, scrolled to the newest whenever one arrives. The
- * list scrolls on its own, so it takes keyboard focus (arrow keys scroll it).
+ * The thread's messages, oldest first, scrolled to the newest whenever one arrives, "Read"
+ * under our last one the contact read. The list scrolls on its own, so it takes keyboard
+ * focus (arrow keys scroll it).
  */
 export function MessageList({ phone, messages }: { phone: string; messages: MessageRecord[] }) {
   const ref = useRef<HTMLOListElement>(null);
@@ -12,11 +14,19 @@ export function MessageList({ phone, messages }: { phone: string; messages: Mess
   useLayoutEffect(() => {
     ref.current?.scrollTo({ top: ref.current.scrollHeight });
   }, [newestId]);
+  const capabilities = useCapabilities();
   const byId = new Map(messages.map((message) => [message.id, message]));
+  const lastRead = messages.findLast((message) => message.direction === "outbound" && message.read_at)?.id;
   return (
     <ol ref={ref} className="thread" tabIndex={0} aria-label={`Messages with ${phone}`}>
       {messages.map((message) => (
-        <MessageItem key={message.id} message={message} repliesTo={message.reply_to ? byId.get(message.reply_to) : undefined} />
+        <MessageItem
+          key={message.id}
+          message={message}
+          repliesTo={message.reply_to ? byId.get(message.reply_to) : undefined}
+          showRead={message.id === lastRead}
+          capabilities={capabilities}
+        />
       ))}
     </ol>
   );

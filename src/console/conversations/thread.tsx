@@ -1,6 +1,7 @@
-import { useQuery } from "@tanstack/react-query";
-import { useId } from "react";
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useEffect, useId } from "react";
 import { ErrorAlert } from "../components/error-alert";
+import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { Composer } from "./composer";
 import { MessageList } from "./message-list";
@@ -8,14 +9,32 @@ import { ScheduledMessages } from "./scheduled-messages";
 import { SimulateInbound } from "./simulate-inbound";
 import { useHistory } from "./use-history";
 
-/** One contact's conversation: its messages, what is scheduled, the composer, and on loopback a simulated inbound. */
+/** While the contact types: a typing that lapses (60 s without news) writes no event, so the contact is asked again meanwhile. */
+const TYPING_RECHECK_MS = 5000;
+
+/**
+ * One contact's conversation: its messages, "typing…" while the contact types, what is
+ * scheduled, the composer, and on loopback a simulated inbound. Open, it marks the
+ * contact's messages read, those arriving while it is open too.
+ */
 export function Thread({ phone }: { phone: string }) {
   const trpc = useTRPC();
   const headingId = useId();
+  const refresh = useRefreshMessages();
   const history = useHistory(phone);
-  const contact = useQuery(trpc.contacts.get.queryOptions({ phone }));
+  const contact = useQuery({
+    ...trpc.contacts.get.queryOptions({ phone }),
+    refetchInterval: (query) => (query.state.data?.contact.typing ? TYPING_RECHECK_MS : false),
+  });
   const system = useQuery({ ...trpc.system.info.queryOptions(), staleTime: Infinity });
+  const markRead = useMutation(trpc.contacts.markRead.mutationOptions({ onSuccess: refresh }));
   const optedOut = contact.data?.contact.opted_out === true;
+  const typing = contact.data?.contact.typing === true;
+  const unread = contact.data?.contact.unread ?? 0;
+  const { mutate: markReadNow } = markRead;
+  useEffect(() => {
+    if (unread > 0) markReadNow({ phone });
+  }, [unread, phone, markReadNow]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
       <h2 id={headingId}>{phone}</h2>
@@ -24,13 +43,17 @@ export function Thread({ phone }: { phone: string }) {
           <mark>Opted out</mark>
         </p>
       )}
-      <ErrorAlert error={history.error ?? contact.error} />
+      <ErrorAlert error={history.error ?? contact.error ?? markRead.error} />
       {history.hasOlder && (
         <button type="button" className="secondary outline compact" aria-busy={history.fetching} onClick={history.loadOlder}>
           Load older
         </button>
       )}
       {history.messages.length > 0 ? <MessageList phone={phone} messages={history.messages} /> : history.loaded && <p>No messages yet.</p>}
+      {/* Always in the page, so that screen readers announce the change. */}
+      <p role="status" className="typing">
+        {typing && <small>typing…</small>}
+      </p>
       <ScheduledMessages messages={history.messages} />
       <Composer phone={phone} optedOut={optedOut} />
       {system.data?.network === "loopback" && <SimulateInbound phone={phone} />}
