@@ -2,6 +2,7 @@ import { contactsRouter } from "./routers/contacts";
 import { conversationsRouter } from "./routers/conversations";
 import { keysRouter } from "./routers/keys";
 import { messagesRouter } from "./routers/messages";
+import { networkRouter } from "./routers/network";
 import { systemRouter } from "./routers/system";
 import { eventsRouter, webhookEndpointsRouter } from "./routers/webhook-endpoints";
 import { webhooksRouter } from "./routers/webhooks";
@@ -20,6 +21,7 @@ const fullRouter = (maxMessageLength: number) =>
   router({
     messages: messagesRouter(maxMessageLength),
     contacts: contactsRouter,
+    network: networkRouter,
     webhooks: webhooksRouter(maxMessageLength),
     webhookEndpoints: webhookEndpointsRouter,
     events: eventsRouter,
@@ -39,6 +41,7 @@ export function createAppRouter(maxMessageLength: number, network = "loopback"):
   return router({
     messages: messagesRouter(maxMessageLength),
     contacts: contactsRouter,
+    network: networkRouter,
     webhookEndpoints: webhookEndpointsRouter,
     events: eventsRouter,
     ...consoleProcedures,

@@ -249,6 +249,9 @@ export const messageIdInput = z.object({
 
 export const canceledOutput = z.object({ success: z.boolean(), message: messageRecord });
 
+export const reactInput = messageIdInput.extend({ reaction: reactionSchema });
+export const messageOutput = z.object({ success: z.boolean(), message: messageRecord });
+
 export const pollOutput = z.object({
   success: z.boolean(),
   messages: z.array(messageRecord),

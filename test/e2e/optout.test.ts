@@ -35,6 +35,7 @@ interface Contact {
   opted_out: boolean;
   opted_out_at: string | null;
   unread: number;
+  typing: boolean;
 }
 
 const model = startFakeOpenAI({ kind: "text", text: "A generated reply" });
@@ -69,7 +70,7 @@ function expectOptedOut(reply: Awaited<ReturnType<typeof call>>): void {
 describe("on loopback", () => {
   test("STOP opts out: sends are 403 and store nothing; START opts back in", async () => {
     const phone = newPhone();
-    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null, unread: 0 });
+    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null, unread: 0, typing: false });
     await send(server, phone, "hello");
     await inbound(server, phone, " Stop. ");
     const out = await contact(server, phone);
@@ -86,7 +87,7 @@ describe("on loopback", () => {
     await inbound(server, phone, "stop please");
     expect((await contact(server, phone)).opted_out).toBe(true);
     await inbound(server, phone, "START");
-    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null, unread: 3 });
+    expect(await contact(server, phone)).toEqual({ phone, opted_out: false, opted_out_at: null, unread: 3, typing: false });
     await send(server, phone, "welcome back");
     expect((await history(server, phone)).messages[0]).toMatchObject({ message: "welcome back", status: "delivered" });
   });

@@ -251,7 +251,7 @@ describe.each(dialects)("on $name", (dialect) => {
       await recordInbound(storage, "loopback", { phone: A, message: "a" });
       await recordInbound(storage, "loopback", { phone: A, message: "b" });
       expect((await getContact(storage, A)).unread).toBe(2);
-      expect(await markConversationRead(deps, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0 });
+      expect(await markConversationRead(deps, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0, typing: false });
       expect(calls).toEqual([["markRead", A]]);
       const [latest] = (await listHistory(storage.messages, { phone: A, limit: 1, offset: 0 })).messages;
       expect(latest!.read_at).toMatch(/Z$/);

@@ -45,7 +45,7 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("inbound keywords", () => {
     test("STOP opts the contact out, START back in; other texts change nothing", async () => {
       const { storage } = await setup();
-      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0 });
+      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0, typing: false });
       await recordInbound(storage, "loopback", { phone: A, message: "stop please" });
       expect((await getContact(storage, A)).opted_out).toBe(false);
       await recordInbound(storage, "loopback", { phone: A, message: " Stop. " });
@@ -55,7 +55,7 @@ describe.each(dialects)("on $name", (dialect) => {
       await recordInbound(storage, "loopback", { phone: A, message: "hello again" });
       expect((await getContact(storage, A)).opted_out).toBe(true);
       await recordInbound(storage, "loopback", { phone: A, message: "START" });
-      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 4 });
+      expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 4, typing: false });
       expect((await getContact(storage, B)).opted_out).toBe(false);
     });
 

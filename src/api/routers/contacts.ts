@@ -1,6 +1,11 @@
+import { z } from "zod";
 import { contactInput, contactOutput, getContact } from "../../messages/contacts";
+import { markConversationRead } from "../../messages/read-state";
+import { setOurTyping } from "../../messages/typing";
 import { READ_ERRORS } from "../error-responses";
 import { authedProcedure, documentedOnly, router } from "../trpc";
+
+const typingOutput = z.object({ success: z.boolean(), typing: z.boolean() });
 
 /** Contacts: whether one opted out (docs/api.md "Opt-outs"). */
 export const contactsRouter = router({
@@ -20,4 +25,19 @@ export const contactsRouter = router({
     .input(contactInput)
     .output(documentedOnly(contactOutput))
     .query(async ({ ctx, input }) => ({ success: true, contact: await getContact(ctx.app.storage, input.phone) })),
+
+  startTyping: authedProcedure
+    .input(contactInput)
+    .output(typingOutput)
+    .mutation(async ({ ctx, input }) => ({ success: true, ...(await setOurTyping(ctx.app, input.phone, true)) })),
+
+  stopTyping: authedProcedure
+    .input(contactInput)
+    .output(typingOutput)
+    .mutation(async ({ ctx, input }) => ({ success: true, ...(await setOurTyping(ctx.app, input.phone, false)) })),
+
+  markRead: authedProcedure
+    .input(contactInput)
+    .output(contactOutput)
+    .mutation(async ({ ctx, input }) => ({ success: true, contact: await markConversationRead(ctx.app, input.phone) })),
 });

@@ -4,12 +4,15 @@ import {
   messageIdInput,
   historyOutput,
   pollInput,
+  messageOutput,
   pollOutput,
+  reactInput,
   scheduledInput,
   scheduledOutput,
   sendInput,
   sendOutput,
 } from "../../messages/schemas";
+import { reactToMessage } from "../../messages/reactions";
 import { cancelScheduled, listScheduled } from "../../messages/scheduled";
 import { listHistory, pollInbound, sendAnswered } from "../../messages/service";
 import { generateInput, generateOutput } from "../../generator/schemas";
@@ -110,6 +113,11 @@ export const messagesRouter = (maxMessageLength: number) =>
       .input(messageIdInput)
       .output(canceledOutput)
       .mutation(({ ctx, input }) => cancelScheduled(ctx.app.storage.messages, input.id)),
+
+    react: authedProcedure
+      .input(reactInput)
+      .output(messageOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, message: await reactToMessage(ctx.app, input.id, input.reaction) })),
 
     history: authedProcedure
       .meta({
