@@ -3,8 +3,12 @@ import { generateReply } from "../generator/service";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
 import type { MessageRecord } from "../messages/schemas";
 import type { SendAnswer } from "../messages/records";
+import { reactToMessage } from "../messages/reactions";
+import { markConversationRead } from "../messages/read-state";
 import { listHistory, pollInbound, sendAnswered, sendMessage } from "../messages/service";
-import type { ContextTurn } from "./define";
+import { isContactTyping, setOurTyping } from "../messages/typing";
+import type { Reaction } from "../vocabulary/reactions";
+import type { ContextTurn, NetworkInfo } from "./define";
 
 /** The messaging operations a workflow run uses, whether the messages live here or on a remote server (./remote-backend.ts). */
 export interface MessagingBackend {
@@ -14,6 +18,13 @@ export interface MessagingBackend {
   generate(input: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }, signal: AbortSignal): Promise<{ id: string; text: string }>;
   /** Whether the contact opted out. */
   optedOut(phone: string): Promise<boolean>;
+  /** The network and its capabilities, read once per run. */
+  network(): Promise<NetworkInfo>;
+  react(id: string, reaction: Reaction): Promise<MessageRecord>;
+  typing(phone: string, on: boolean): Promise<void>;
+  markRead(phone: string): Promise<void>;
+  /** Whether the contact is typing now. */
+  isTyping(phone: string): Promise<boolean>;
   /**
    * Sends once per key: a second call with the same key returns the first send
    * (`replayed`). With `anyText`, the key alone decides, whatever the text.
@@ -48,6 +59,17 @@ export function createLocalBackend(app: App): MessagingBackend {
     async optedOut(phone) {
       return (await app.storage.contacts.get(phone))?.optedOut ?? false;
     },
+    async network() {
+      return { name: app.network.name, capabilities: app.network.capabilities };
+    },
+    react: (id, reaction) => reactToMessage(app, id, reaction),
+    async typing(phone, on) {
+      await setOurTyping(app, phone, on);
+    },
+    async markRead(phone) {
+      await markConversationRead(app, phone);
+    },
+    isTyping: (phone) => isContactTyping(app.storage, phone),
     async send(input, idempotency) {
       if (!idempotency) {
         const { id, timestamp, status, media } = await sendMessage(app, input);

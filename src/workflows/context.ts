@@ -1,11 +1,12 @@
+import { z } from "zod";
 import { AppError, parseInput } from "../errors";
 import { generateInput } from "../generator/schemas";
 import type { Logger } from "../log";
-import { MAX_PAGE, phoneSchema, sendInput } from "../messages/schemas";
+import { MAX_PAGE, phoneSchema, reactInput, sendInput } from "../messages/schemas";
 import { isoTime, parseIsoInstant } from "../messages/time";
 import { microClock } from "../vocabulary/time";
 import type { MessagingBackend } from "./backend";
-import type { SentMessage, WorkflowContext } from "./define";
+import type { NetworkInfo, SentMessage, WorkflowContext } from "./define";
 import type { WorkflowRepository } from "../db/port";
 import { getState, setState } from "./store";
 
@@ -23,22 +24,25 @@ export function replyKey(workflow: string, inboundId: string): string {
   return `workflow:${workflow}:reply:${inboundId}`;
 }
 
+const typingInput = z.object({ phone: phoneSchema, on: z.boolean({ error: "must be true or false" }) });
+
 /**
- * The `ctx` of one run, over the same service functions as the API. Every call checks the
- * run's signal first, so a timed-out or stopped run cannot send anything more.
+ * The `ctx` of one run, over the same service functions as the API, recording in `track`.
+ * Every call checks the run's signal first, so a timed-out or stopped run cannot send
+ * anything more.
  */
 export function createWorkflowContext(opts: {
   workflow: string;
   backend: MessagingBackend;
   workflows: WorkflowRepository;
   maxMessageLength: number;
-  cursor: number;
+  track: RunTrack;
+  network: NetworkInfo;
   dryRun: boolean;
   signal: AbortSignal;
   log: Logger;
-}): { ctx: WorkflowContext; track: RunTrack } {
-  const { workflow, backend, workflows, dryRun, signal } = opts;
-  const track: RunTrack = { cursor: opts.cursor, handled: new Set(), sends: [] };
+}): WorkflowContext {
+  const { workflow, backend, workflows, track, dryRun, signal, log } = opts;
   const dryState = new Map<string, unknown>();
   let dryIds = 0;
 
@@ -60,7 +64,10 @@ export function createWorkflowContext(opts: {
     return sent;
   };
 
-  const ctx: WorkflowContext = {
+  /** What a dry run does instead of changing the conversation: says so in the log. */
+  const unchanged = (call: string, fields: Record<string, unknown>) => log.info(`dry run: ${call} changed nothing`, fields);
+
+  return {
     async poll(o = {}) {
       live();
       const phone = o.phone === undefined ? undefined : parseInput(phoneSchema, o.phone);
@@ -95,6 +102,30 @@ export function createWorkflowContext(opts: {
       live();
       return backend.optedOut(parseInput(phoneSchema, phone));
     },
+    async react(messageId, reaction) {
+      live();
+      const valid = parseInput(reactInput, { id: messageId, reaction });
+      if (!dryRun) return backend.react(valid.id, valid.reaction);
+      unchanged("ctx.react", { messageId: valid.id, reaction: valid.reaction });
+      return null;
+    },
+    async typing(phone, on) {
+      live();
+      const valid = parseInput(typingInput, { phone, on });
+      if (dryRun) unchanged("ctx.typing", valid);
+      else await backend.typing(valid.phone, valid.on);
+    },
+    async markRead(phone) {
+      live();
+      const valid = parseInput(phoneSchema, phone);
+      if (dryRun) unchanged("ctx.markRead", { phone: valid });
+      else await backend.markRead(valid);
+    },
+    async isTyping(phone) {
+      live();
+      return backend.isTyping(parseInput(phoneSchema, phone));
+    },
+    network: opts.network,
     state: {
       async get<T>(key: string) {
         live();
@@ -106,9 +137,8 @@ export function createWorkflowContext(opts: {
         else await setState(workflows, workflow, key, value);
       },
     },
-    log: opts.log,
+    log,
     signal,
     dryRun,
   };
-  return { ctx, track };
 }

@@ -4,9 +4,19 @@ import { AppError } from "../errors";
 import type { ContextTurn } from "../generator/prompt";
 import type { Logger } from "../log";
 import type { MessageRecord } from "../messages/schemas";
+import type { NetworkCapabilities } from "../vocabulary/network";
+import type { Reaction } from "../vocabulary/reactions";
 
 export type { ContextTurn } from "../generator/prompt";
 export type { MessageRecord } from "../messages/schemas";
+export type { NetworkCapabilities } from "../vocabulary/network";
+export type { Reaction } from "../vocabulary/reactions";
+
+/** The network this deployment runs on, as GET /api/network answers it. */
+export interface NetworkInfo {
+  name: string;
+  capabilities: NetworkCapabilities;
+}
 
 /** What `send` and `reply` return: the stored message, or in a dry run what would have been sent. */
 export interface SentMessage {
@@ -48,6 +58,19 @@ export interface WorkflowContext {
    * such a contact throw an AppError with code FORBIDDEN (`isOptedOut(err)`).
    */
   optedOut(phone: string): Promise<boolean>;
+  /**
+   * Reacts (a tapback) to a message of a conversation, ours or the contact's, replacing our
+   * previous reaction to it: the message's record. Null in a dry run, which sends nothing.
+   */
+  react(messageId: string, reaction: Reaction): Promise<MessageRecord | null>;
+  /** Starts (`on`) or stops our typing indicator to the contact; a message sent to it stops it too, and it stops by itself after 60 s. */
+  typing(phone: string, on: boolean): Promise<void>;
+  /** Marks the contact's inbound messages read (`unread` 0), telling the network where it has read receipts. */
+  markRead(phone: string): Promise<void>;
+  /** Whether the contact is typing now (the network reported it less than 60 s ago and no stop since). */
+  isTyping(phone: string): Promise<boolean>;
+  /** The network and what it can do; a call for what it cannot do throws UNPROCESSABLE_CONTENT (`isUnsupported(err)`). */
+  network: NetworkInfo;
   /** JSON values kept for this workflow between runs. */
   state: {
     get<T = unknown>(key: string): Promise<T | undefined>;
@@ -56,7 +79,7 @@ export interface WorkflowContext {
   log: Logger;
   /** Aborted when the run times out or the process shuts down. */
   signal: AbortSignal;
-  /** True in a dry run: send and reply deliver nothing, state and cursor are not saved. */
+  /** True in a dry run: send, reply, react, typing and markRead change nothing, state and cursor are not saved. */
   dryRun: boolean;
 }
 
@@ -77,6 +100,11 @@ export interface Workflow {
 /** True for the error of a send or reply to a contact that opted out (403 FORBIDDEN), here or from a remote server. */
 export function isOptedOut(err: unknown): boolean {
   return err instanceof AppError && err.code === "FORBIDDEN";
+}
+
+/** True for the error of a ctx call the network cannot do (422 UNPROCESSABLE_CONTENT), here or from a remote server. */
+export function isUnsupported(err: unknown): boolean {
+  return err instanceof AppError && err.code === "UNPROCESSABLE_CONTENT";
 }
 
 /** Only adds types: `export default defineWorkflow({ ... })`. */

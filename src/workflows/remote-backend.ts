@@ -1,7 +1,7 @@
 import { TRPCClientError } from "@trpc/client";
 import { createClient, type ResponseInfo, type TextwireClient } from "../client";
 import type { Config } from "../config";
-import { AppError, type ErrorDetails } from "../errors";
+import { AppError, type ErrorCode, type ErrorDetails } from "../errors";
 import { isoTime } from "../messages/time";
 import { MESSAGE_STATUSES, type MessageStatus } from "../vocabulary/message-status";
 import { sentRecord, type MessagingBackend } from "./backend";
@@ -37,6 +37,13 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
     async optedOut(phone) {
       return (await client.contacts.get.query({ phone })).contact.opted_out;
     },
+    async network() {
+      return (await client.network.get.query()).network;
+    },
+    react: (id, reaction) => asLocal(async () => (await client.messages.react.mutate({ id, reaction })).message),
+    typing: (phone, on) => asLocal(async () => void (await (on ? client.contacts.startTyping : client.contacts.stopTyping).mutate({ phone }))),
+    markRead: (phone) => asLocal(async () => void (await client.contacts.markRead.mutate({ phone }))),
+    isTyping: (phone) => asLocal(async () => (await client.contacts.get.query({ phone })).contact.typing),
     async send(input, idempotency) {
       const response: ResponseInfo = {};
       try {
@@ -55,6 +62,16 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       }
     },
   };
+}
+
+/** The server's refusal (404, 409, 422…) thrown as the local backend throws it: an AppError with the same code and message. */
+async function asLocal<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    const code = err instanceof TRPCClientError ? (err.data as { code?: ErrorCode } | undefined)?.code : undefined;
+    throw code ? new AppError(code, (err as Error).message) : err;
+  }
 }
 
 const isStatus = (s: unknown): s is MessageStatus => typeof s === "string" && (MESSAGE_STATUSES as readonly string[]).includes(s);

@@ -2,7 +2,7 @@ import { keepTrying, repeatEvery } from "../background";
 import type { Logger } from "../log";
 import { errorText } from "../log";
 import type { MessagingBackend } from "./backend";
-import { createWorkflowContext } from "./context";
+import { createWorkflowContext, type RunTrack } from "./context";
 import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
 import type { Storage } from "../db/port";
 import type { RunStatus } from "../vocabulary/workflows";
@@ -68,16 +68,22 @@ export async function runWorkflow(
     : repeatEvery("lease renewal", leaseMs / 3, async () => {
         if (!(await workflows.renewLease(wf.name, deps.owner, leaseMs))) abort.abort("lost the lease to another process");
       }, log);
-  const { ctx, track } = createWorkflowContext({
-    workflow: wf.name,
-    backend: deps.backend,
-    workflows,
-    maxMessageLength: deps.maxMessageLength,
-    cursor: row.cursor,
-    dryRun,
-    signal: abort.signal,
-    log,
-  });
+  const track: RunTrack = { cursor: row.cursor, handled: new Set(), sends: [] };
+  // The network is read inside the run, so that a server that does not answer fails the run like any ctx call.
+  const run = async () =>
+    wf.run(
+      createWorkflowContext({
+        workflow: wf.name,
+        backend: deps.backend,
+        workflows,
+        maxMessageLength: deps.maxMessageLength,
+        track,
+        network: await deps.backend.network(),
+        dryRun,
+        signal: abort.signal,
+        log,
+      }),
+    );
 
   let status: RunStatus = "ok";
   let error: string | undefined;
@@ -85,7 +91,7 @@ export async function runWorkflow(
     const aborted = new Promise<never>((_, reject) =>
       abort.signal.addEventListener("abort", () => reject(new Error(String(abort.signal.reason))), { once: true }),
     );
-    await Promise.race([Promise.resolve().then(() => wf.run(ctx)), aborted]);
+    await Promise.race([run(), aborted]);
   } catch (err) {
     status = abort.signal.aborted && String(abort.signal.reason).startsWith("timed out") ? "timeout" : "error";
     error = errorText(err);

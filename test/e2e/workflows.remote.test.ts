@@ -7,7 +7,10 @@ import { createApp } from "../../src/app";
 import { createClient } from "../../src/client";
 import { loadConfig } from "../../src/config";
 import { openStorage } from "../../src/db";
+import { AppError } from "../../src/errors";
 import { createLogger } from "../../src/log";
+import { recordInbound } from "../../src/messages/service";
+import { applyTyping } from "../../src/messages/typing";
 import { createLocalBackend, type MessagingBackend } from "../../src/workflows/backend";
 import { createRemoteBackend } from "../../src/workflows/remote-backend";
 import { startFakeOpenAI } from "../support/fake-openai";
@@ -147,6 +150,71 @@ test(
     // On the server, each text went out once: the replays sent nothing.
     const sent = (await history(api, phone)).messages.map((m) => m.message).sort();
     expect(sent).toEqual(["No key at all", "Thanks for writing!", "Your order shipped"]);
+  },
+  60_000,
+);
+
+/**
+ * The conversation calls a workflow makes, on one backend: the network, a reaction to our
+ * message (and to one that does not exist), typing on and off, the contact's typing, and
+ * marking read the contact's text (`contactActs` makes the contact text and type on that backend's side).
+ */
+async function conversationScenario(backend: MessagingBackend, phone: string, contactActs: () => Promise<unknown>, unread: () => Promise<number>) {
+  const network = await backend.network();
+  const sent = await backend.send({ phone, message: "Your order shipped" });
+  const reacted = await backend.react(sent.record.id, "love");
+  const unknown = await backend.react("no-such-message", "love").catch((err: unknown) => [err instanceof AppError, (err as AppError).code]);
+  await backend.typing(phone, true);
+  await backend.typing(phone, false);
+  await contactActs();
+  const typing = await backend.isTyping(phone);
+  const before = await unread();
+  await backend.markRead(phone);
+  return { network, reactions: reacted.reactions.map((r) => [r.reaction, r.direction, r.phone]), unknown, typing, unread: [before, await unread()] };
+}
+
+test(
+  "react, typing, isTyping, markRead and the network answer the same through a remote server as locally",
+  async () => {
+    const api: Server = await startServer({ mode: "api" });
+    cleanup.push(() => api.kill());
+    const local = await testDatabase();
+    cleanup.push(() => local.cleanup());
+    const storage = await openStorage(local.url);
+    cleanup.push(() => storage.close());
+    const app = createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error"));
+
+    const here = newPhone();
+    const locally = await conversationScenario(
+      createLocalBackend(app),
+      here,
+      async () => {
+        await recordInbound(storage, "loopback", { phone: here, message: "Thanks!" });
+        await applyTyping(storage, { phone: here, typing: true });
+      },
+      () => storage.messages.unread(here),
+    );
+    const there = newPhone();
+    const client = createClient({ url: api.url, apiKey: api.apiKey });
+    const remotely = await conversationScenario(
+      createRemoteBackend(client),
+      there,
+      async () => {
+        await inbound(api, there, "Thanks!");
+        // As the network's typing report keeps it (src/messages/typing.ts applyTyping): no webhook here reports typing.
+        await api.db.run("UPDATE contacts SET typing_until = ? WHERE phone = ?", Date.now() + 60_000, there);
+      },
+      async () => (await client.contacts.get.query({ phone: there })).contact.unread,
+    );
+
+    expect(remotely).toEqual(locally);
+    expect(locally).toEqual({
+      network: { name: "loopback", capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true } },
+      reactions: [["love", "outbound", null]],
+      unknown: [true, "NOT_FOUND"],
+      typing: true,
+      unread: [1, 0],
+    });
   },
   60_000,
 );

@@ -12,7 +12,7 @@ import { Cron } from "croner";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startFakeOpenAI, type ChatRequest } from "../support/fake-openai";
-import { history, inbound, micros, newPhone, type MessageRecord } from "./api";
+import { call, history, inbound, micros, newPhone, type MessageRecord } from "./api";
 import { ROOT, lines, runCli, startServer, testDatabase, type Server, type TestDatabase, waitFor } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -90,6 +90,19 @@ async function readRuns(db: TestDatabase, workflow: string) {
   );
   // SQLite keeps a boolean as 0 or 1.
   return rows.map((r) => ({ ...r, dryRun: Boolean(r.dryRun) }));
+}
+
+/** When our typing indicator to `phone` is on until (ms), or null when it is off: no API shows ours. */
+async function ourTyping(db: TestDatabase, phone: string): Promise<unknown> {
+  const [row] = await db.query<{ until: unknown }>('SELECT our_typing_until AS "until" FROM contacts WHERE phone = ?', phone);
+  return row?.until ?? null;
+}
+
+/** GET /api/contacts/:phone's contact. */
+async function contact(server: Server, phone: string): Promise<{ unread: number; typing: boolean }> {
+  const reply = await call<{ contact: { unread: number; typing: boolean } }>(server, "GET", `/api/contacts/${encodeURIComponent(phone)}`);
+  if (reply.status !== 200) throw new Error(`contact ${phone}: ${reply.status} ${reply.text}`);
+  return reply.body.contact;
 }
 
 async function readState(db: TestDatabase, workflow: string, key: string): Promise<unknown> {
@@ -540,6 +553,88 @@ describe("the shipped autoresponder", () => {
       expect(fake.requests.some((r) => r.messages.some((m) => m.content === "STOP"))).toBe(false);
     },
     60_000,
+  );
+
+  test(
+    "marks the conversation read and types while it writes (never after); a tapback and a `Loved “…”` text get no reply; a contact still typing delays it",
+    async () => {
+      const { db } = await workspace();
+      const fake = fakeModel();
+      const talker = newPhone();
+      const thinker = newPhone();
+      let typingWhileWriting: unknown = "not asked";
+      let thinkerWritten = 0;
+      fake.reply(async (req) => {
+        if (lastUserTurn(req) === "hello there") typingWhileWriting = await ourTyping(db, talker);
+        else thinkerWritten = Date.now();
+        return { kind: "text", text: `Answer to: ${lastUserTurn(req)}` };
+      });
+      const server = await boot(db, { WORKFLOWS_DIR: SHIPPED_WORKFLOWS, OPENAI_API_KEY: "any", OPENAI_BASE_URL: fake.baseUrl });
+      await waitFor("the autoresponder to be scheduled", 5000, () => logLines(server.stdout).some((l) => l.msg === "workflow autoresponder scheduled"), serverOutput(server));
+
+      await inbound(server, talker, "hello there");
+      const thought = await inbound(server, thinker, "so I was thinking");
+      // The contact goes on typing for 12 s, as the network's typing reports keep it (src/messages/typing.ts applyTyping).
+      const typingEnds = Date.now() + 12_000;
+      await db.run("UPDATE contacts SET typing_until = ? WHERE phone = ?", typingEnds, thinker);
+      expect((await contact(server, thinker)).typing).toBe(true);
+
+      const reply = await waitFor("the reply to the talker", 20_000, async () => (await fullHistory(server, talker)).find((m) => m.direction === "outbound"), serverOutput(server));
+      expect(reply.message).toBe("Answer to: hello there");
+      expect(typingWhileWriting).not.toBeNull();
+      expect(typingWhileWriting).not.toBe("not asked");
+      expect(await ourTyping(db, talker)).toBeNull();
+      expect(await contact(server, talker)).toMatchObject({ unread: 0, typing: false });
+
+      // The contact's tapback on the reply, stored as a network's report stores it (src/messages/reactions.ts),
+      // then an iPhone's SMS reaction quoting it: a reaction on the reply, never a message.
+      await db.run("INSERT INTO reactions (message_id, direction, phone, reaction, created_at) VALUES (?, 'inbound', ?, 'like', ?)", reply.id, talker, Date.now());
+      expect((await inbound(server, talker, `Loved “${reply.message}”`)).message_id).toBe(reply.id);
+
+      const answered = await waitFor("the reply to the thinker", 25_000, async () => (await fullHistory(server, thinker)).find((m) => m.direction === "outbound"), serverOutput(server));
+      expect(thinkerWritten).toBeGreaterThanOrEqual(typingEnds);
+      expect(Date.parse(answered.timestamp) - Date.parse(thought.timestamp)).toBeGreaterThanOrEqual(12_000);
+      // More than a whole schedule period since the reactions: a reply to one would show up now.
+      await Bun.sleep(6000);
+
+      const talk = await fullHistory(server, talker);
+      expect(talk.map((m) => [m.direction, m.message])).toEqual([
+        ["outbound", "Answer to: hello there"],
+        ["inbound", "hello there"],
+      ]);
+      expect((talk[0] as MessageRecord & { reactions: unknown[] }).reactions).toMatchObject([{ reaction: "love", direction: "inbound", phone: talker }]);
+      expect((await fullHistory(server, thinker)).filter((m) => m.direction === "outbound")).toHaveLength(1);
+      expect(await ourTyping(db, thinker)).toBeNull();
+      expect(fake.requests).toHaveLength(2);
+      expect(await readRuns(db, "autoresponder").then((runs) => runs.filter((r) => r.status !== "ok"))).toEqual([]);
+    },
+    60_000,
+  );
+
+  test(
+    "a generator failure leaves no typing on and sends nothing",
+    async () => {
+      const { db } = await workspace();
+      const fake = fakeModel();
+      const phone = newPhone();
+      const typingWhileWriting: unknown[] = [];
+      fake.reply(async () => {
+        typingWhileWriting.push(await ourTyping(db, phone));
+        return { kind: "status", status: 500 };
+      });
+      const server = await boot(db, { WORKFLOWS_DIR: SHIPPED_WORKFLOWS, OPENAI_API_KEY: "any", OPENAI_BASE_URL: fake.baseUrl });
+      await waitFor("the autoresponder to be scheduled", 5000, () => logLines(server.stdout).some((l) => l.msg === "workflow autoresponder scheduled"), serverOutput(server));
+      await inbound(server, phone, "anyone there?");
+
+      await waitFor("a failed run", 20_000, async () => (await readRuns(db, "autoresponder")).some((r) => r.status === "error" && r.endedAt !== null), serverOutput(server));
+      expect(typingWhileWriting.length).toBeGreaterThan(0);
+      expect(typingWhileWriting[0]).not.toBeNull();
+      expect(await ourTyping(db, phone)).toBeNull();
+      expect((await fullHistory(server, phone)).filter((m) => m.direction === "outbound")).toEqual([]);
+      // Taken up before the generator failed: marked read.
+      expect((await contact(server, phone)).unread).toBe(0);
+    },
+    30_000,
   );
 
   test(

@@ -15,7 +15,7 @@ export interface ChatRequest {
 
 export function startFakeOpenAI(initial: FakeReply = { kind: "text", text: "Thanks, we will be in touch." }) {
   const requests: ChatRequest[] = [];
-  let next: FakeReply | ((req: ChatRequest) => FakeReply) = initial;
+  let next: FakeReply | ((req: ChatRequest) => FakeReply | Promise<FakeReply>) = initial;
   const hanging = new Set<() => void>();
 
   const server = Bun.serve({
@@ -30,7 +30,7 @@ export function startFakeOpenAI(initial: FakeReply = { kind: "text", text: "Than
       const body = (await req.json()) as { model: string; messages: { role: string; content: string }[] };
       const chat: ChatRequest = { model: body.model, messages: body.messages, authorization: req.headers.get("authorization") };
       requests.push(chat);
-      const reply = typeof next === "function" ? next(chat) : next;
+      const reply = typeof next === "function" ? await next(chat) : next;
       if (reply.kind === "hang") {
         // Never answers; released when the test stops the server.
         return new Promise<Response>((resolve) => hanging.add(() => resolve(new Response("", { status: 499 }))));
@@ -53,7 +53,8 @@ export function startFakeOpenAI(initial: FakeReply = { kind: "text", text: "Than
     /** For OPENAI_BASE_URL. */
     baseUrl: `http://127.0.0.1:${server.port}/v1`,
     requests,
-    reply(r: FakeReply | ((req: ChatRequest) => FakeReply)) {
+    /** What to answer: a reply, or a function of the request (it may look around first, e.g. at a database). */
+    reply(r: FakeReply | ((req: ChatRequest) => FakeReply | Promise<FakeReply>)) {
       next = r;
     },
     async stop() {
