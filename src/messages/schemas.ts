@@ -297,9 +297,6 @@ export const editInput = (maxLength: number) => messageIdInput.extend({ message:
 /** A message as an action on it left it. */
 export const messageOutput = z.object({ success: z.boolean(), message: messageRecord });
 
-export const reactInput = messageIdInput.extend({ reaction: reactionSchema });
-export const messageOutput = z.object({ success: z.boolean(), message: messageRecord });
-
 export const pollOutput = z.object({
   success: z.boolean(),
   messages: z.array(messageRecord),
