@@ -35,3 +35,17 @@ END
 $$;
 --> statement-breakpoint
 CREATE TRIGGER "reactions_count" AFTER INSERT OR DELETE ON "reactions" FOR EACH ROW EXECUTE FUNCTION "reactions_count"();
+--> statement-breakpoint
+-- The contact's message ends their typing: kept by the counter trigger (0001_clock_and_contacts.sql), no statement more per message.
+CREATE OR REPLACE FUNCTION "messages_count"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO "contacts" ("phone", "messages") VALUES (NEW."phone", 1)
+      ON CONFLICT ("phone") DO UPDATE SET "messages" = "contacts"."messages" + 1,
+        "typing_until" = CASE WHEN NEW."direction" = 'inbound' THEN NULL ELSE "contacts"."typing_until" END;
+  ELSE
+    UPDATE "contacts" SET "messages" = "messages" - 1 WHERE "phone" = OLD."phone";
+  END IF;
+  RETURN NULL;
+END
+$$;

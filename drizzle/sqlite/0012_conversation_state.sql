@@ -30,3 +30,12 @@ END;
 CREATE TRIGGER `reactions_count_delete` AFTER DELETE ON `reactions` BEGIN
   UPDATE `messages` SET `reaction_count` = `reaction_count` - 1 WHERE `id` = OLD.`message_id`;
 END;
+--> statement-breakpoint
+-- The contact's message ends their typing: kept by the counter trigger (0005_contacts.sql), no statement more per message.
+DROP TRIGGER `messages_count_insert`;
+--> statement-breakpoint
+CREATE TRIGGER `messages_count_insert` AFTER INSERT ON `messages` BEGIN
+  INSERT INTO `contacts` (`phone`, `messages`) VALUES (NEW.`phone`, 1)
+    ON CONFLICT (`phone`) DO UPDATE SET `messages` = `messages` + 1,
+      `typing_until` = CASE WHEN NEW.`direction` = 'inbound' THEN NULL ELSE `typing_until` END;
+END;

@@ -203,6 +203,14 @@ describe("typing", () => {
     await pushed(mine[0]!);
     expect((await history(server, phone)).total).toBe(0);
   });
+
+  test("the contact's message ends their typing", async () => {
+    const phone = newPhone();
+    ok(await contact({ phone, typing: true }), "typing on");
+    expect((await getContact(phone)).typing).toBe(true);
+    ok(await contact({ phone, message: "here it is" }), "their message");
+    expect((await getContact(phone)).typing).toBe(false);
+  });
 });
 
 describe("read state", () => {
