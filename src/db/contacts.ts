@@ -11,10 +11,11 @@ export interface ContactRow {
 /** One row a phone, made by its first message (which counts them, by trigger) or by an opt-out, whichever comes first. */
 export interface ContactRepository {
   get(phone: string): Promise<ContactRow | undefined>;
+  /** What a send checks first, in one read: whether the contact opted out and whether our typing indicator is on. */
+  beforeSend(phone: string): Promise<{ optedOut: boolean; ourTyping: boolean }>;
 
   /** One statement (upsert): opts out (`optedOutAt` now, or kept when already out) or back in (null). Returns the row. */
   setOptedOut(phone: string, optedOut: boolean): Promise<ContactRow>;
-
   /** One statement (upsert): the contact is typing for `forMs` from now, or not (null). */
   setTyping(phone: string, forMs: number | null): Promise<void>;
   /** Whether the contact is typing now (a report less than its time ago). */
@@ -32,6 +33,8 @@ type Stored = Omit<ContactRow, "optedOut"> & { optedOut: boolean | number };
 const contact = (row: Stored | undefined) => row && { ...row, optedOut: Boolean(row.optedOut) };
 
 const byPhone = sql<Stored>("contacts.get", `SELECT ${ROW} FROM contacts WHERE phone = $phone`);
+const beforeSend = sql<Record<"optedOut" | "ourTyping", boolean | number>>("contacts.beforeSend",
+  `SELECT opted_out AS "optedOut", our_typing_until IS NOT NULL AS "ourTyping" FROM contacts WHERE phone = $phone`);
 // A contact without messages yet gets a row counting none; a second opt-out keeps the first one's time.
 const setOptedOut = sql<Stored>(
   "contacts.setOptedOut",
@@ -41,29 +44,18 @@ const setOptedOut = sql<Stored>(
    RETURNING ${ROW}`,
 );
 
-const setTyping = sql(
-  "contacts.setTyping",
-  `INSERT INTO contacts (phone, messages, typing_until) VALUES ($phone, 0, {now_ms} + $forMs::bigint)
-   ON CONFLICT (phone) DO UPDATE SET typing_until = excluded.typing_until`,
-);
+const setTyping = sql("contacts.setTyping", `INSERT INTO contacts (phone, messages, typing_until) VALUES ($phone, 0, {now_ms} + $forMs::bigint)
+   ON CONFLICT (phone) DO UPDATE SET typing_until = excluded.typing_until`);
 const typing = sql<{ typing: boolean | number }>("contacts.typing", `SELECT typing_until > {now_ms} AS typing FROM contacts WHERE phone = $phone`);
-const startOurTyping = sql(
-  "contacts.startOurTyping",
-  `INSERT INTO contacts (phone, messages, our_typing_until) VALUES ($phone, 0, {now_ms} + $forMs::bigint)
-   ON CONFLICT (phone) DO UPDATE SET our_typing_until = excluded.our_typing_until`,
-);
-const stopOurTyping = sql(
-  "contacts.stopOurTyping",
-  `UPDATE contacts SET our_typing_until = NULL
-   WHERE phone = $phone AND our_typing_until IS NOT NULL AND (NOT $expiredOnly::boolean OR our_typing_until <= {now_ms})`,
-);
-const ourTypingExpired = sql<{ phone: string }>(
-  "contacts.ourTypingExpired",
-  `SELECT phone FROM contacts WHERE our_typing_until <= {now_ms} ORDER BY our_typing_until LIMIT $limit`,
-);
+const startOurTyping = sql("contacts.startOurTyping", `INSERT INTO contacts (phone, messages, our_typing_until) VALUES ($phone, 0, {now_ms} + $forMs::bigint)
+   ON CONFLICT (phone) DO UPDATE SET our_typing_until = excluded.our_typing_until`);
+const stopOurTyping = sql("contacts.stopOurTyping", `UPDATE contacts SET our_typing_until = NULL
+   WHERE phone = $phone AND our_typing_until IS NOT NULL AND (NOT $expiredOnly::boolean OR our_typing_until <= {now_ms})`);
+const ourTypingExpired = sql<{ phone: string }>("contacts.ourTypingExpired", `SELECT phone FROM contacts WHERE our_typing_until <= {now_ms} ORDER BY our_typing_until LIMIT $limit`);
 
 export const contacts = declare<ContactRepository>()({
   get: get(byPhone, (phone) => ({ phone }), contact),
+  beforeSend: get(beforeSend, (phone) => ({ phone }), (row) => ({ optedOut: Boolean(row?.optedOut), ourTyping: Boolean(row?.ourTyping) })),
   setOptedOut: get(setOptedOut, (phone, optedOut) => ({ phone, optedOut }), (row) => contact(row)!),
   setTyping: run(setTyping, (phone, forMs) => ({ phone, forMs })),
   typing: get(typing, (phone) => ({ phone }), (row) => Boolean(row?.typing)),

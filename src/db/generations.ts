@@ -18,10 +18,7 @@ export interface GenerationRepository {
   setMessage(id: string, messageId: string): Promise<void>;
 }
 
-const insert = sql(
-  "generations.insert",
-  `INSERT INTO generations (id, phone, body, model, language, created_at) VALUES ($id, $phone, $body, $model, $language, $createdAt)`,
-);
+const insert = sql("generations.insert", `INSERT INTO generations (id, phone, body, model, language, created_at) VALUES ($id, $phone, $body, $model, $language, $createdAt)`);
 const setMessage = sql("generations.setMessage", `UPDATE generations SET message_id = $messageId WHERE id = $id`);
 
 export const generations = declare<GenerationRepository>()({

@@ -60,11 +60,8 @@ export interface IdempotencyRepository {
 const ROW = `scope, key, fingerprint, state, response, message_id AS "messageId", locked_until AS "lockedUntil", created_at AS "createdAt"`;
 const KEY = `scope = $scope AND key = $key`;
 
-const insertPending = sql(
-  "idempotency.insertPending",
-  `INSERT INTO idempotency_keys (scope, key, fingerprint, state, locked_until, created_at)
-   VALUES ($scope, $key, $fingerprint, 'pending', {now_ms} + $lockMs, {now_ms}) ON CONFLICT DO NOTHING`,
-);
+const insertPending = sql("idempotency.insertPending", `INSERT INTO idempotency_keys (scope, key, fingerprint, state, locked_until, created_at)
+   VALUES ($scope, $key, $fingerprint, 'pending', {now_ms} + $lockMs, {now_ms}) ON CONFLICT DO NOTHING`);
 /** The key's row, locked to the end of the transaction, so two requests with one key decide one after the other. */
 export const decisionRow = sql<Omit<IdempotencyDecisionRow, "messageStatus" | "lockExpired" | "ttlExpired"> & { lockExpired: unknown; ttlExpired: unknown }>(
   "idempotency.decisionRow",
@@ -77,16 +74,10 @@ export const decisionRow = sql<Omit<IdempotencyDecisionRow, "messageStatus" | "l
  * so a message stored by the transaction it waited for would look absent.
  */
 export const messageStatus = sql<{ status: MessageStatus }>("idempotency.messageStatus", `SELECT status FROM messages WHERE id = $id`);
-const retake = sql(
-  "idempotency.retake",
-  `UPDATE idempotency_keys SET message_id = NULL, response = NULL, locked_until = {now_ms} + $lockMs WHERE ${KEY}`,
-);
-const restart = sql(
-  "idempotency.restart",
-  `UPDATE idempotency_keys SET fingerprint = $fingerprint, state = 'pending', response = NULL, message_id = NULL,
+const retake = sql("idempotency.retake", `UPDATE idempotency_keys SET message_id = NULL, response = NULL, locked_until = {now_ms} + $lockMs WHERE ${KEY}`);
+const restart = sql("idempotency.restart", `UPDATE idempotency_keys SET fingerprint = $fingerprint, state = 'pending', response = NULL, message_id = NULL,
      locked_until = {now_ms} + $lockMs, created_at = {now_ms}
-   WHERE ${KEY}`,
-);
+   WHERE ${KEY}`);
 const attach = sql("idempotency.attach", `UPDATE idempotency_keys SET message_id = $messageId, response = $response WHERE ${KEY}`);
 const markDone = sql("idempotency.markDone", `UPDATE idempotency_keys SET state = 'done', response = $response WHERE ${KEY}`);
 const unlock = sql("idempotency.unlock", `UPDATE idempotency_keys SET locked_until = {now_ms} WHERE ${KEY}`);

@@ -9,7 +9,6 @@ export interface MessageRow {
   body: string;
   direction: MessageDirection;
   status: MessageStatus;
-  /** µs; unique and strictly increasing in commit order. */
   timestamp: number;
   network: string;
   /** The network's own id for this message: unique per network and direction. */
@@ -51,7 +50,6 @@ export interface ReactionRow {
   direction: MessageDirection;
   phone: string;
   reaction: Reaction;
-  /** ms. */
   createdAt: number;
 }
 
@@ -63,7 +61,6 @@ export interface MediaRow {
   /** 0 to 9: the file's place among the message's. */
   position: number;
   contentType: string;
-  /** Bytes. */
   size: number;
   storeKey: string;
   createdAt: number;
@@ -117,7 +114,10 @@ export interface MessageRepository {
   byNetworkId(network: string, direction: MessageDirection, networkId: string): Promise<MessageRow | undefined>;
   /** One contact's messages, newest first, and how many there are in all, read from one snapshot. */
   history(phone: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
-  /** The newest message of each phone, newest first (ties by id), with its opt-out; only phones containing `search` when given. */
+  /**
+   * The newest message of each contact with messages (counted by a trigger; messages_phone_timestamp_idx), newest first (ties
+   * by id), with its opt-out; only phones containing `search` (a plain substring: it is only digits and '+') when given.
+   */
   conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
   /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. */
   inboundAfter(since: number, limit: number, phone?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
@@ -212,16 +212,10 @@ const RECORD = record();
 const MEDIA = `id, message_id AS "messageId", position, content_type AS "contentType", size, store_key AS "storeKey", created_at AS "createdAt"`;
 
 export const byId = sql<MessageRow>("messages.get", `SELECT ${ROW} FROM messages WHERE id = $id`);
-export const byNetworkId = sql<MessageRow>(
-  "messages.byNetworkId",
-  `SELECT ${ROW} FROM messages WHERE network = $network AND direction = $direction AND network_id = $networkId`,
-);
+export const byNetworkId = sql<MessageRow>("messages.byNetworkId", `SELECT ${ROW} FROM messages WHERE network = $network AND direction = $direction AND network_id = $networkId`);
 export const historyPage = `SELECT ${RECORD} FROM messages WHERE phone = $phone ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`;
 export const scheduledPage = `SELECT ${RECORD} FROM messages WHERE status = 'scheduled' ORDER BY send_at, timestamp LIMIT $limit OFFSET $offset`;
-const inboundAfter = sql<RecordRow>(
-  "messages.inboundAfter",
-  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
-);
+const inboundAfter = sql<RecordRow>("messages.inboundAfter", `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`);
 const inboundFromAfter = sql<RecordRow>(
   "messages.inboundFromAfter",
   `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
@@ -245,61 +239,34 @@ const pendingOutbound = sql<PendingMessage>(
      AND updated_at < {now_us} - $afterMs::bigint * 1000
    ORDER BY updated_at ASC LIMIT $limit`,
 );
-const markChecked = sql(
-  "messages.markChecked",
-  `UPDATE messages SET updated_at = {now_us} WHERE id = ANY($ids::text[]) AND status IN ('queued', 'sent')`,
-);
-const failStale = sql(
-  "messages.failStaleQueued",
-  `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
-   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND ($except::text IS NULL OR network <> $except)`,
-);
-const insertReport = sql(
-  "messages.insertReport",
-  `INSERT INTO status_reports (id, message_id, network, network_status, status, reported_at, received_at, applied, error)
-   VALUES ($id, $messageId, $network, $networkStatus, $status, $reportedAt, {now_ms}, $applied::boolean, $error)`,
-);
+const markChecked = sql("messages.markChecked", `UPDATE messages SET updated_at = {now_us} WHERE id = ANY($ids::text[]) AND status IN ('queued', 'sent')`);
+const failStale = sql("messages.failStaleQueued", `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
+   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND ($except::text IS NULL OR network <> $except)`);
+const insertReport = sql("messages.insertReport", `INSERT INTO status_reports (id, message_id, network, network_status, status, reported_at, received_at, applied, error)
+   VALUES ($id, $messageId, $network, $networkStatus, $status, $reportedAt, {now_ms}, $applied::boolean, $error)`);
 const mediaOf = sql<MediaRow>("messages.mediaOf", `SELECT ${MEDIA} FROM media WHERE message_id = ANY($ids::text[]) ORDER BY message_id, position`);
 const mediaById = sql<MediaRow>("messages.media", `SELECT ${MEDIA} FROM media WHERE id = $id`);
-const cancel = sql<MessageRow>(
-  "messages.cancelScheduled",
-  `UPDATE messages SET status = 'canceled', updated_at = {now_us} WHERE id = $id AND status = 'scheduled' RETURNING ${ROW}`,
-);
-const react = sql(
-  "messages.react",
-  `INSERT INTO reactions (message_id, direction, phone, reaction, created_at) VALUES ($messageId, $direction, $phone, $reaction, {now_ms})
+const cancel = sql<MessageRow>("messages.cancelScheduled", `UPDATE messages SET status = 'canceled', updated_at = {now_us} WHERE id = $id AND status = 'scheduled' RETURNING ${ROW}`);
+const react = sql("messages.react", `INSERT INTO reactions (message_id, direction, phone, reaction, created_at) VALUES ($messageId, $direction, $phone, $reaction, {now_ms})
    ON CONFLICT (message_id, direction, phone) DO UPDATE SET reaction = excluded.reaction, created_at = excluded.created_at
-   WHERE reactions.reaction <> excluded.reaction`,
-);
+   WHERE reactions.reaction <> excluded.reaction`);
 const unreact = sql<{ reaction: Reaction }>(
   "messages.unreact",
   `DELETE FROM reactions WHERE message_id = $messageId AND direction = $direction AND phone = $phone AND ($reaction::text IS NULL OR reaction = $reaction)
    RETURNING reaction`,
 );
-const reactionsOf = sql<ReactionRow>(
-  "messages.reactionsOf",
-  `SELECT message_id AS "messageId", direction, phone, reaction, created_at AS "createdAt" FROM reactions
-   WHERE message_id = ANY($ids::text[]) ORDER BY message_id, created_at, direction, phone`,
-);
+const reactionsOf = sql<ReactionRow>("messages.reactionsOf", `SELECT message_id AS "messageId", direction, phone, reaction, created_at AS "createdAt" FROM reactions
+   WHERE message_id = ANY($ids::text[]) ORDER BY message_id, created_at, direction, phone`);
 /** What went out: the statuses a read receipt or an SMS reaction can be about. */
 const WENT_OUT = `status IN ('queued', 'sent', 'delivered')`;
-const readOutbound = sql<{ id: string }>(
-  "messages.readOutbound",
-  `UPDATE messages SET read_at = $at WHERE id IN (
+const readOutbound = sql<{ id: string }>("messages.readOutbound", `UPDATE messages SET read_at = $at WHERE id IN (
      SELECT id FROM (SELECT id, direction, status, read_at FROM messages WHERE phone = $phone AND timestamp <= $upTo ORDER BY timestamp DESC LIMIT 200) recent
      WHERE direction = 'outbound' AND read_at IS NULL AND ${WENT_OUT}
-   ) RETURNING id`,
-);
-const readInbound = sql(
-  "messages.readInbound",
-  `UPDATE messages SET read_at = {now_ms} WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`,
-);
+   ) RETURNING id`);
+const readInbound = sql("messages.readInbound", `UPDATE messages SET read_at = {now_ms} WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`);
 const unread = sql<{ n: number }>("messages.unread", `SELECT count(*) AS n FROM messages WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`);
-const edit = sql(
-  "messages.edit",
-  `UPDATE messages SET body = $body, edited_at = $at, edit_count = edit_count + 1
-   WHERE id = $id AND unsent_at IS NULL AND (edited_at IS NULL OR edited_at < $at)`,
-);
+const edit = sql("messages.edit", `UPDATE messages SET body = $body, edited_at = $at, edit_count = edit_count + 1
+   WHERE id = $id AND unsent_at IS NULL AND (edited_at IS NULL OR edited_at < $at)`);
 const unsend = sql("messages.unsend", `UPDATE messages SET body = '', unsent_at = $at WHERE id = $id AND unsent_at IS NULL`);
 const recentOutbound = sql<MessageRow>(
   "messages.recentOutbound",

@@ -8,10 +8,7 @@ export interface NetworkStateRepository {
 }
 
 const byKey = sql<{ value: string }>("networkState.get", `SELECT value FROM network_state WHERE network = $network AND key = $key`);
-const set = sql(
-  "networkState.set",
-  `INSERT INTO network_state (network, key, value) VALUES ($network, $key, $value) ON CONFLICT (network, key) DO UPDATE SET value = excluded.value`,
-);
+const set = sql("networkState.set", `INSERT INTO network_state (network, key, value) VALUES ($network, $key, $value) ON CONFLICT (network, key) DO UPDATE SET value = excluded.value`);
 
 export const networkState = declare<NetworkStateRepository>()({
   get: get(byKey, (network, key) => ({ network, key }), (row) => row?.value),

@@ -8,10 +8,8 @@
  * aggregate's rows and repository are declared beside the SQL both dialects share
  * (src/db/messages.ts, src/db/webhooks.ts, …; how, in src/db/sql.ts).
  *
- * Shape: one repository per aggregate (messages, contacts, idempotency keys, workflows,
- * named leases, API keys, console sessions, generations, network state, webhooks, events) and a
- * unit of work, `storage.transaction(async (tx) => …)`, whose `tx` has the same
- * repositories bound to one transaction. Every method is async.
+ * Shape: one repository per aggregate (Repositories) and a unit of work, `storage.transaction(async (tx) => …)`,
+ * whose `tx` has the same repositories bound to one transaction. Every method is async.
  *
  * Rules every implementation keeps (the tests in test/unit run against each):
  *

@@ -24,11 +24,8 @@ export interface SessionRepository {
 
 const ROW = `id_hash AS "idHash", key_hash AS "keyHash", csrf_token AS "csrfToken", created_at AS "createdAt", expires_at AS "expiresAt"`;
 
-const create = sql<SessionRow>(
-  "sessions.create",
-  `INSERT INTO console_sessions (id_hash, key_hash, csrf_token, created_at, expires_at)
-   VALUES ($idHash, $keyHash, $csrfToken, {now_ms}, {now_ms} + $ttlMs) RETURNING ${ROW}`,
-);
+const create = sql<SessionRow>("sessions.create", `INSERT INTO console_sessions (id_hash, key_hash, csrf_token, created_at, expires_at)
+   VALUES ($idHash, $keyHash, $csrfToken, {now_ms}, {now_ms} + $ttlMs) RETURNING ${ROW}`);
 const getActive = sql<SessionRow>("sessions.getActive", `SELECT ${ROW} FROM console_sessions WHERE id_hash = $idHash AND expires_at > {now_ms}`);
 const remove = sql("sessions.delete", `DELETE FROM console_sessions WHERE id_hash = $idHash`);
 const purgeExpired = sql("sessions.purgeExpired", `DELETE FROM console_sessions WHERE expires_at <= {now_ms}`);

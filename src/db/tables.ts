@@ -63,9 +63,7 @@ export function tables(c: Core) {
   const reactions = c.table(
     "reactions",
     {
-      messageId: c.text("message_id")
-        .notNull()
-        .references(() => messages.id, { onDelete: "cascade" }),
+      messageId: c.text("message_id").notNull().references(() => messages.id, { onDelete: "cascade" }),
       direction: c.text("direction", { enum: MESSAGE_DIRECTIONS }).notNull(),
       phone: c.text("phone").notNull(),
       reaction: c.text("reaction", { enum: REACTIONS }).notNull(),
@@ -79,9 +77,7 @@ export function tables(c: Core) {
     "media",
     {
       id: c.text("id").primaryKey(),
-      messageId: c.text("message_id")
-        .notNull()
-        .references(() => messages.id, { onDelete: "cascade" }),
+      messageId: c.text("message_id").notNull().references(() => messages.id, { onDelete: "cascade" }),
       position: c.integer("position").notNull(),
       contentType: c.text("content_type").notNull(),
       size: c.integer("size").notNull(),
@@ -104,10 +100,7 @@ export function tables(c: Core) {
     (t) => [c.uniqueIndex("api_keys_active_name_uq").on(t.name).where(sql`revoked_at IS NULL`)],
   );
 
-  /**
-   * Operator console sign-ins (src/auth/sessions.ts): a row a session, keyed by the hash of
-   * its cookie token (the token itself is never stored). Times in ms.
-   */
+  /** Operator console sign-ins (src/auth/sessions.ts): a row a session, keyed by the hash of its cookie token (the token itself is never stored). Times in ms. */
   const consoleSessions = c.table(
     "console_sessions",
     {
@@ -287,12 +280,8 @@ export function tables(c: Core) {
     "webhook_deliveries",
     {
       id: c.text("id").primaryKey(),
-      endpointId: c.text("endpoint_id")
-        .notNull()
-        .references(() => webhookEndpoints.id, { onDelete: "cascade" }),
-      eventId: c.text("event_id")
-        .notNull()
-        .references(() => events.id, { onDelete: "cascade" }),
+      endpointId: c.text("endpoint_id").notNull().references(() => webhookEndpoints.id, { onDelete: "cascade" }),
+      eventId: c.text("event_id").notNull().references(() => events.id, { onDelete: "cascade" }),
       state: c.text("state", { enum: DELIVERY_STATES }).notNull(),
       attempts: c.integer("attempts").notNull(),
       lastStatus: c.integer("last_status"),

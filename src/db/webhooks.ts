@@ -2,7 +2,7 @@ import type { EventType } from "../vocabulary/events";
 import type { MessageStatus } from "../vocabulary/message-status";
 import type { DeliveryState, EndpointDisabledReason } from "../vocabulary/webhooks";
 import type { RecordRow } from "./messages";
-import { all, changed, choose, declare, get, page, run, sql } from "./sql";
+import { all, changed, choose, count, declare, get, page, run, sql } from "./sql";
 import type { WorkflowRunRow } from "./workflows";
 
 /** The events about a message; `contact.typing` is about a contact, `workflow.run_failed` about a run. */
@@ -42,10 +42,7 @@ export type EventRow =
 
 /** The events no trigger writes: the domain appends them in the transaction of their change. */
 export interface EventRepository {
-  /**
-   * Stores an event with the next event timestamp (as the triggers take it), the message's
-   * status and error as they are now (`messageId`), and `data` as JSON.
-   */
+  /** Stores an event with the next event timestamp (as the triggers take it), the message's status and error as they are now (`messageId`), and `data` as JSON. */
   append(type: Exclude<EventType, "message.received" | "message.status_updated" | "workflow.run_failed">, about: { messageId?: string; data?: object }): Promise<void>;
 }
 
@@ -241,17 +238,12 @@ export const DUE = `d.state = 'pending' AND d.next_attempt_at <= {now_ms} AND (d
 export const claimed = (deliveries: string) => `SELECT ${DELIVERY_COLUMNS}, ${endpointColumns("e.", CLAIMED_ENDPOINT)}, ${EVENT_COLUMNS}
   FROM ${deliveries} d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN events ev ON ev.id = d.event_id ${EVENT_JOINS}`;
 
-const createEndpoint = sql(
-  "webhooks.createEndpoint",
-  `INSERT INTO webhook_endpoints (id, url, events, description, enabled, secret, created_at, updated_at)
-   VALUES ($id, $url, $events::text[], $description, true, $secret, {now_ms}, {now_ms}) RETURNING ${ENDPOINT}`,
-);
+const createEndpoint = sql("webhooks.createEndpoint", `INSERT INTO webhook_endpoints (id, url, events, description, enabled, secret, created_at, updated_at)
+   VALUES ($id, $url, $events::text[], $description, true, $secret, {now_ms}, {now_ms}) RETURNING ${ENDPOINT}`);
 const listEndpoints = sql("webhooks.listEndpoints", `SELECT ${ENDPOINT} FROM webhook_endpoints ORDER BY created_at, id`);
 const getEndpoint = sql("webhooks.getEndpoint", `SELECT ${ENDPOINT} FROM webhook_endpoints WHERE id = $id`);
 // `setX`: whether the patch gives X (null is a value for events and description).
-const updateEndpoint = sql(
-  "webhooks.updateEndpoint",
-  `UPDATE webhook_endpoints SET
+const updateEndpoint = sql("webhooks.updateEndpoint", `UPDATE webhook_endpoints SET
      url = CASE WHEN $setUrl::boolean THEN $url ELSE url END,
      events = CASE WHEN $setEvents::boolean THEN $events::text[] ELSE events END,
      description = CASE WHEN $setDescription::boolean THEN $description ELSE description END,
@@ -259,8 +251,7 @@ const updateEndpoint = sql(
      disabled_reason = CASE WHEN $enabled::boolean IS NULL THEN disabled_reason END,
      failing_since = CASE WHEN $enabled::boolean THEN NULL ELSE failing_since END,
      updated_at = {now_ms}
-   WHERE id = $id RETURNING ${ENDPOINT}`,
-);
+   WHERE id = $id RETURNING ${ENDPOINT}`);
 // Its deliveries go with it (ON DELETE CASCADE).
 const deleteEndpoint = sql("webhooks.deleteEndpoint", `DELETE FROM webhook_endpoints WHERE id = $id`);
 const rotateSecret = sql(
@@ -268,59 +259,38 @@ const rotateSecret = sql(
   `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = {now_ms} + $keepMs, secret = $secret, updated_at = {now_ms}
    WHERE id = $id RETURNING ${ENDPOINT}`,
 );
-const events = sql(
-  "webhooks.events",
-  `SELECT ${EVENT_COLUMNS} FROM events ev ${EVENT_JOINS} WHERE ev.timestamp > $since ORDER BY ev.timestamp LIMIT $limit`,
-);
+const events = sql("webhooks.events", `SELECT ${EVENT_COLUMNS} FROM events ev ${EVENT_JOINS} WHERE ev.timestamp > $since ORDER BY ev.timestamp LIMIT $limit`);
 const eventsOfType = sql(
   "webhooks.eventsOfType",
   `SELECT ${EVENT_COLUMNS} FROM events ev ${EVENT_JOINS} WHERE ev.type = $type AND ev.timestamp > $since ORDER BY ev.timestamp LIMIT $limit`,
 );
 // Deliveries made together (one transaction's events) share a creation time: their events' order breaks the tie.
-const deliveries = sql(
-  "webhooks.deliveries",
-  `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
+const deliveries = sql("webhooks.deliveries", `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
    WHERE d.endpoint_id = $endpointId AND ($state::text IS NULL OR d.state = $state)
-   ORDER BY d.created_at DESC, ev.timestamp DESC LIMIT $limit`,
-);
+   ORDER BY d.created_at DESC, ev.timestamp DESC LIMIT $limit`);
 const recordAttempt = sql(
   "webhooks.recordAttempt",
   `UPDATE webhook_deliveries SET attempts = attempts + 1, state = $state, last_status = $status, last_error = $error, last_attempt_at = {now_ms},
      next_attempt_at = CASE WHEN $state = 'pending' THEN {now_ms} + $retryInMs END, lease_owner = NULL, lease_until = NULL, updated_at = {now_ms}
    WHERE id = $id AND lease_owner = $owner AND state = 'pending'`,
 );
-const markSucceeding = sql(
-  "webhooks.markSucceeding",
-  `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $id AND failing_since IS NOT NULL`,
-);
+const markSucceeding = sql("webhooks.markSucceeding", `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $id AND failing_since IS NOT NULL`);
 // RETURNING sees the new row: disabled as failing, with failures older than $disableAfterMs.
-const markFailing = sql<{ disabled: boolean | number | null }>(
-  "webhooks.markFailing",
-  `UPDATE webhook_endpoints SET
+const markFailing = sql<{ disabled: boolean | number | null }>("webhooks.markFailing", `UPDATE webhook_endpoints SET
      failing_since = coalesce(failing_since, {now_ms}),
      enabled = enabled AND NOT coalesce(failing_since < {now_ms} - $disableAfterMs, false),
      disabled_reason = CASE WHEN enabled AND failing_since < {now_ms} - $disableAfterMs THEN 'failing' ELSE disabled_reason END,
      updated_at = CASE WHEN enabled AND failing_since < {now_ms} - $disableAfterMs THEN {now_ms} ELSE updated_at END
    WHERE id = $id
-   RETURNING NOT enabled AND disabled_reason = 'failing' AND failing_since < {now_ms} - $disableAfterMs AS disabled`,
-);
-const disableEndpoint = sql(
-  "webhooks.disableEndpoint",
-  `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $reason, updated_at = {now_ms} WHERE id = $id`,
-);
+   RETURNING NOT enabled AND disabled_reason = 'failing' AND failing_since < {now_ms} - $disableAfterMs AS disabled`);
+const disableEndpoint = sql("webhooks.disableEndpoint", `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $reason, updated_at = {now_ms} WHERE id = $id`);
 // Delivery ids made as the migrations' triggers make them.
-const replay = sql(
-  "webhooks.replay",
-  `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
+const replay = sql("webhooks.replay", `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
    SELECT 'dlv_' || {random_hex}, e.id, ev.id, 'pending', 0, {now_ms}, {now_ms}, {now_ms}
    FROM webhook_endpoints e JOIN events ev ON ev.timestamp > $since AND (e.events IS NULL OR ev.type = ANY(e.events))
    WHERE e.id = $endpointId
-   ON CONFLICT (endpoint_id, event_id) DO UPDATE SET ${NEW_SERIES}`,
-);
-export const purgeDeliveries = sql(
-  "webhooks.purgeDeliveries",
-  `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND updated_at < {now_ms} - $ageMs`,
-);
+   ON CONFLICT (endpoint_id, event_id) DO UPDATE SET ${NEW_SERIES}`);
+export const purgeDeliveries = sql("webhooks.purgeDeliveries", `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND updated_at < {now_ms} - $ageMs`);
 // An event stays while a delivery still refers to it: a pending one, or a recent entry of the delivery log.
 export const purgeEvents = sql(
   "webhooks.purgeEvents",
@@ -331,24 +301,14 @@ const endpoint = (row: Stored | undefined) => (row ? toEndpointRow(row) : undefi
 
 /** The methods both dialects run alike; claims, retries and purges are in each dialect's repositories.ts. */
 export const webhooks = declare<WebhookRepository>()({
-  createEndpoint: get(
-    createEndpoint,
-    (e) => ({ id: e.id, url: e.url, events: e.events, description: e.description, secret: e.secret }),
-    (row) => toEndpointRow(row!),
-  ),
+  createEndpoint: get(createEndpoint, (e) => ({ id: e.id, url: e.url, events: e.events, description: e.description, secret: e.secret }), (row) => toEndpointRow(row!)),
   listEndpoints: all(listEndpoints, () => ({}), (rows) => rows.map((row) => toEndpointRow(row))),
   getEndpoint: get(getEndpoint, (id) => ({ id }), endpoint),
   updateEndpoint: get(
     updateEndpoint,
     (id, patch) => ({
-      id,
-      setUrl: patch.url !== undefined,
-      url: patch.url ?? null,
-      setEvents: patch.events !== undefined,
-      events: patch.events ?? null,
-      setDescription: patch.description !== undefined,
-      description: patch.description ?? null,
-      enabled: patch.enabled ?? null,
+      id, url: patch.url ?? null, events: patch.events ?? null, description: patch.description ?? null, enabled: patch.enabled ?? null,
+      setUrl: patch.url !== undefined, setEvents: patch.events !== undefined, setDescription: patch.description !== undefined,
     }),
     endpoint,
   ),
@@ -363,13 +323,9 @@ export const webhooks = declare<WebhookRepository>()({
     },
   ),
   deliveries: all(deliveries, (endpointId, limit, state) => ({ endpointId, limit, state: state ?? null }), (rows) => rows.map(toDeliveryRow)),
-  recordAttempt: run(
-    recordAttempt,
-    (id, owner, o) => ({ id, owner, state: o.state, status: o.status, error: o.error, retryInMs: Math.round(o.retryInMs ?? 0) }),
-    changed,
-  ),
+  recordAttempt: run(recordAttempt, (id, owner, o) => ({ id, owner, state: o.state, status: o.status, error: o.error, retryInMs: Math.round(o.retryInMs ?? 0) }), changed),
   markSucceeding: run(markSucceeding, (id) => ({ id })),
   markFailing: get(markFailing, (id, disableAfterMs) => ({ id, disableAfterMs }), (row) => Boolean(row?.disabled)),
   disableEndpoint: run(disableEndpoint, (id, reason) => ({ id, reason })),
-  replay: run(replay, (endpointId, since) => ({ endpointId, since }), (n) => n),
+  replay: run(replay, (endpointId, since) => ({ endpointId, since }), count),
 });

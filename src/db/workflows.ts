@@ -70,51 +70,33 @@ const RUN = `id, workflow, trigger, dry_run AS "dryRun", started_at AS "startedA
 type Stored<T, K extends keyof T> = Omit<T, K> & { [P in K]: boolean | number };
 const workflow = (row: Stored<WorkflowRow, "backingOff"> | undefined) => row && { ...row, backingOff: Boolean(row.backingOff) };
 
-const create = sql(
-  "workflows.create",
-  `INSERT INTO workflows (name, cursor, failures, created_at) VALUES ($name, $cursor, 0, {now_ms}) ON CONFLICT DO NOTHING`,
-);
+const create = sql("workflows.create", `INSERT INTO workflows (name, cursor, failures, created_at) VALUES ($name, $cursor, 0, {now_ms}) ON CONFLICT DO NOTHING`);
 const byName = sql<Stored<WorkflowRow, "backingOff">>("workflows.get", `SELECT ${ROW} FROM workflows WHERE name = $name`);
 const lockByName = sql<Stored<WorkflowRow, "backingOff">>("workflows.lockForUpdate", `SELECT ${ROW} FROM workflows WHERE name = $name {for_update}`);
 const success = sql("workflows.recordSuccess", `UPDATE workflows SET failures = 0, backoff_until = NULL, cursor = $cursor WHERE name = $name`);
 const failure = sql("workflows.recordFailure", `UPDATE workflows SET failures = $failures, backoff_until = {now_ms} + $backoffMs WHERE name = $name`);
 // The lease is free, expired, or already this owner's: one conditional UPDATE.
-const acquire = sql(
-  "workflows.acquireLease",
-  `UPDATE workflows SET lease_owner = $owner, lease_until = {now_ms} + $ms
-   WHERE name = $name AND (lease_until IS NULL OR lease_until < {now_ms} OR lease_owner = $owner)`,
-);
+const acquire = sql("workflows.acquireLease", `UPDATE workflows SET lease_owner = $owner, lease_until = {now_ms} + $ms
+   WHERE name = $name AND (lease_until IS NULL OR lease_until < {now_ms} OR lease_owner = $owner)`);
 const renew = sql("workflows.renewLease", `UPDATE workflows SET lease_until = {now_ms} + $ms WHERE name = $name AND lease_owner = $owner`);
 const release = sql("workflows.releaseLease", `UPDATE workflows SET lease_owner = NULL, lease_until = NULL WHERE name = $name AND lease_owner = $owner`);
-const startRun = sql(
-  "workflows.startRun",
-  `INSERT INTO workflow_runs (id, workflow, trigger, dry_run, started_at, status, handled)
-   VALUES ($id, $workflow, $trigger, $dryRun::boolean, {now_ms}, 'running', 0)`,
-);
-const endRun = sql(
-  "workflows.endRun",
-  `UPDATE workflow_runs SET ended_at = {now_ms}, status = $status, error = $error, handled = $handled WHERE id = $id`,
-);
+const startRun = sql("workflows.startRun", `INSERT INTO workflow_runs (id, workflow, trigger, dry_run, started_at, status, handled)
+   VALUES ($id, $workflow, $trigger, $dryRun::boolean, {now_ms}, 'running', 0)`);
+const endRun = sql("workflows.endRun", `UPDATE workflow_runs SET ended_at = {now_ms}, status = $status, error = $error, handled = $handled WHERE id = $id`);
 const endInterrupted = sql(
   "workflows.endInterruptedRuns",
   `UPDATE workflow_runs SET status = 'error', ended_at = {now_ms}, error = $error WHERE workflow = $workflow AND status = 'running' AND NOT dry_run`,
 );
 // A run a `workflow.run_failed` event shows stays as long as the event.
-const purgeRuns = sql(
-  "workflows.purgeRuns",
-  `DELETE FROM workflow_runs WHERE started_at < {now_ms} - $ageMs AND status <> 'running'
-   AND NOT EXISTS (SELECT 1 FROM events WHERE run_id = workflow_runs.id)`,
-);
+const purgeRuns = sql("workflows.purgeRuns", `DELETE FROM workflow_runs WHERE started_at < {now_ms} - $ageMs AND status <> 'running'
+   AND NOT EXISTS (SELECT 1 FROM events WHERE run_id = workflow_runs.id)`);
 const recentRuns = sql<Stored<WorkflowRunRow, "dryRun">>(
   "workflows.recentRuns",
   `SELECT ${RUN} FROM workflow_runs WHERE workflow = $workflow ORDER BY started_at DESC, id DESC LIMIT $limit`,
 );
 const getState = sql<{ value: string }>("workflows.getState", `SELECT value FROM workflow_state WHERE workflow = $workflow AND key = $key`);
-const setState = sql(
-  "workflows.setState",
-  `INSERT INTO workflow_state (workflow, key, value, updated_at) VALUES ($workflow, $key, $value, {now_ms})
-   ON CONFLICT (workflow, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-);
+const setState = sql("workflows.setState", `INSERT INTO workflow_state (workflow, key, value, updated_at) VALUES ($workflow, $key, $value, {now_ms})
+   ON CONFLICT (workflow, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`);
 const deleteState = sql("workflows.deleteState", `DELETE FROM workflow_state WHERE workflow = $workflow AND key = $key`);
 
 export const workflows = declare<WorkflowRepository>()({

@@ -1,5 +1,5 @@
 import { keepTrying, startClaimLoop, writeOrRetry } from "../background";
-import type { MessageRepository, MessageRow, Storage } from "../db/port";
+import type { MessageRepository, MessageRow } from "../db/port";
 import { AppError } from "../errors";
 import { errorText } from "../log";
 import { MAX_PAGE } from "./schemas";
@@ -41,11 +41,6 @@ export interface ScheduledSender {
   stop(graceMs: number): Promise<void>;
 }
 
-/** Whether the contact opted out (no contact row: it never did). */
-async function optedOut(storage: Pick<Storage, "contacts">, phone: string): Promise<boolean> {
-  return (await storage.contacts.get(phone))?.optedOut === true;
-}
-
 /**
  * Sends scheduled messages when their time comes, until stopped. Each round claims the due
  * ones (messages.claimDueScheduled moves each to `queued` in one statement, so exactly one
@@ -60,19 +55,19 @@ export function startScheduledSender(deps: MessagingDeps): ScheduledSender {
 
   const send = async (row: MessageRow) => {
     const mlog = log.child({ messageId: row.id });
-    let out = false;
+    let contact = { optedOut: false, ourTyping: false };
     const checked = await keepTrying("checking a scheduled message's contact", async () => {
-      out = await optedOut(storage, row.phone);
+      contact = await storage.contacts.beforeSend(row.phone);
     }, mlog, { giveUpAfterMs: CHECK_GIVE_UP_MS });
     // Left `queued`: the stale-send rule of maintenance fails it (docs/operations.md).
     if (!checked) return;
-    if (out) {
+    if (contact.optedOut) {
       await writeOrRetry("failing a scheduled message", () => storage.messages.setStatus(row.id, "failed", { error: OPTED_OUT_AT_SEND_TIME }), mlog);
       mlog.info("scheduled message not sent: the contact opted out");
       return;
     }
     try {
-      const record = await sendStored(deps, row);
+      const record = await sendStored(deps, row, contact.ourTyping);
       mlog.info("scheduled message sent", { status: record.status });
     } catch (err) {
       if (err instanceof AppError && err.code === "GATEWAY_TIMEOUT") mlog.warn("scheduled message: the network did not answer in time; the status will follow");

@@ -42,9 +42,11 @@ export function sendAtProblem(sendAt: number, now: number): string | undefined {
   return undefined;
 }
 
-/** Refuses a send to a contact that opted out (403); an unknown contact never did. */
-export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, phone: string): Promise<void> {
-  if ((await storage.contacts.get(phone))?.optedOut) throw optedOutError();
+/** Refuses a send to a contact that opted out (403); an unknown contact never did. Whether our typing to it is on. */
+export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, phone: string): Promise<boolean> {
+  const contact = await storage.contacts.beforeSend(phone);
+  if (contact.optedOut) throw optedOutError();
+  return contact.ourTyping;
 }
 
 /** The message an input's `field` (`reply_to`…) names: one of ours with the same contact, else 400. */
@@ -82,7 +84,7 @@ export async function sendMessage(
   if (problem) throw new AppError("BAD_REQUEST", `send_at: ${problem}`);
   const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, input.phone, input.reply_to, "reply_to");
   // Before any file is fetched: an opted-out contact costs nothing.
-  await refuseOptedOut(deps.storage, input.phone);
+  const ourTyping = await refuseOptedOut(deps.storage, input.phone);
   // Media is fetched and kept before anything is stored: a file that cannot be had refuses the send.
   const kept = input.media?.length ? await fetchSendMedia(mediaDeps(deps), input.media.map((m) => m.url), deps.log) : [];
   const message: NewMessage = {
@@ -116,7 +118,7 @@ export async function sendMessage(
     throw err;
   }
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
-  return sendStored(deps, row, { media: kept, replied });
+  return sendStored(deps, row, ourTyping, { media: kept, replied });
 }
 
 /** POST /api/send, and a workflow's keyed send: sendMessage, answered as the API answers it (src/messages/records.ts). */
@@ -128,10 +130,12 @@ export async function sendAnswered(deps: MessagingDeps, input: Parameters<typeof
  * The network half of every send, immediate or scheduled: hands a stored `queued` message
  * to the network, with its files and the message it replies to (`known`: as sendMessage
  * has them; else read from the database), and records what came of it (sendMessage says how).
+ * `ourTyping`: our typing indicator to the contact was on when the send was checked.
  */
 export async function sendStored(
   deps: MessagingDeps,
   row: MessageRow,
+  ourTyping: boolean,
   known?: { media: readonly (KeptMedia | MediaRow)[]; replied: MessageRow | undefined },
 ): Promise<MessageRecord> {
   const { storage } = deps;
@@ -169,7 +173,7 @@ export async function sendStored(
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
-  await stopTypingOnSend(deps, row.phone);
+  if (ourTyping) await stopTypingOnSend(deps, row.phone);
   let moved = false;
   const recorded = await recordStatus(deps, row.id, async () => {
     moved = await storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null });

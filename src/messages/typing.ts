@@ -1,4 +1,5 @@
 import type { Repositories, Storage } from "../db/port";
+import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
 import type { NetworkDriver, TypingEvent } from "../network/driver";
 import { canDo, networkAction } from "./network-actions";
@@ -21,9 +22,10 @@ export async function setOurTyping(deps: { storage: Storage; network: NetworkDri
 }
 
 /**
- * A message went to the contact: our indicator is off. Only the state: the network stops
- * it itself when a message is sent (BlueBubbles' server does; a DELETE would start it
- * again, docs/networks.md), and the loopback network shows nothing.
+ * A message went to the contact while our indicator was on (the send's check read it, so a
+ * send writes nothing when it is off): it is off. Only the state: the network stops it itself
+ * when a message is sent (BlueBubbles' server does; a DELETE would start it again,
+ * docs/networks.md), and the loopback network shows nothing.
  */
 export async function stopTypingOnSend(deps: { storage: Pick<Repositories, "contacts">; network: NetworkDriver; log: Logger }, phone: string): Promise<void> {
   if (!canDo(deps.network, "typing")) return;
@@ -34,7 +36,8 @@ export async function stopTypingOnSend(deps: { storage: Pick<Repositories, "cont
 /**
  * Our indicators on past TYPING_MS, stopped: each cleared once (whichever process clears it
  * tells the network), then the network told. Returns how many. A read first: nothing is
- * written when none expired.
+ * written when none expired. A network that cannot stop typing without a send (422,
+ * BlueBubbles) is logged at debug only: the state is cleared and the next text stops it there.
  */
 export async function stopExpiredTyping(deps: { storage: Storage; network: NetworkDriver; log: Logger }): Promise<number> {
   const { contacts } = deps.storage;
@@ -42,7 +45,10 @@ export async function stopExpiredTyping(deps: { storage: Storage; network: Netwo
   for (const phone of await contacts.ourTypingExpired(SWEEP_BATCH)) {
     if (!(await contacts.stopOurTyping(phone, true))) continue;
     stopped++;
-    await deps.network.typing?.(phone, false).catch((err) => deps.log.warn("the network did not stop our typing", { error: errorText(err) }));
+    await deps.network.typing?.(phone, false).catch((err) => {
+      const cannot = err instanceof AppError && err.code === "UNPROCESSABLE_CONTENT";
+      deps.log[cannot ? "debug" : "warn"]("the network did not stop our typing", { error: errorText(err) });
+    });
   }
   return stopped;
 }

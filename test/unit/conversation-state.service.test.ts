@@ -4,6 +4,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Storage } from "../../src/db/port";
 import { AppError } from "../../src/errors";
+import { createLogger } from "../../src/log";
 import { eventsOutput } from "../../src/events/schemas";
 import { listEvents } from "../../src/events/service";
 import { getContact } from "../../src/messages/contacts";
@@ -207,6 +208,28 @@ describe.each(dialects)("on $name", (dialect) => {
 
       const twilio = (await setup(textOnly)).deps;
       expect(await codeOf(setOurTyping(twilio, A, true))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "typing: the twilio network cannot show typing" });
+    });
+
+    test("a send writes our typing's state only when it was on; the sweep logs a network that cannot stop it at debug, other failures at warn", async () => {
+      const { storage, deps } = await setup();
+      const stops: string[] = [];
+      const contacts = { ...storage.contacts, stopOurTyping: (phone: string, expiredOnly: boolean) => (stops.push(phone), storage.contacts.stopOurTyping(phone, expiredOnly)) };
+      const counted = { ...deps, storage: { ...storage, contacts } };
+      await sendMessage(counted, { phone: A, message: "typing off" });
+      expect(stops).toEqual([]);
+      await setOurTyping(deps, A, true);
+      await sendMessage(counted, { phone: A, message: "typing on" });
+      expect(stops).toEqual([A]);
+
+      const lines: { level: string; msg: string }[] = [];
+      const log = createLogger("debug", {}, (line) => void lines.push(JSON.parse(line)));
+      const failing = (err: Error): NetworkDriver => ({ ...deps.network, typing: async (_phone, on) => { if (!on) throw err; } });
+      for (const err of [new AppError("UNPROCESSABLE_CONTENT", "typing: cannot stop"), new Error("connection refused")]) {
+        await setOurTyping(deps, B, true);
+        await sql(storage, `UPDATE contacts SET our_typing_until = 1 WHERE phone = '${B}'`);
+        expect(await stopExpiredTyping({ storage, network: failing(err), log })).toBe(1);
+      }
+      expect(lines.filter((l) => l.msg === "the network did not stop our typing").map((l) => l.level)).toEqual(["debug", "warn"]);
     });
 
     test("the contact's: kept, and event contact.typing when it changes; stored as no message", async () => {

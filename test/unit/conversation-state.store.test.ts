@@ -153,6 +153,13 @@ describe.each(dialects)("on $name", (dialect) => {
     expect(await contacts.stopOurTyping(A, false)).toBe(true);
     expect(await contacts.stopOurTyping(A, false)).toBe(false);
     expect(await contacts.get(A)).toEqual({ phone: A, optedOut: false, optedOutAt: null });
+
+    // What a send checks: one read of the opt-out and whether our indicator is on (expired or not, until the sweep clears it).
+    expect(await contacts.beforeSend("+15005550006")).toEqual({ optedOut: false, ourTyping: false });
+    expect(await contacts.beforeSend(A)).toEqual({ optedOut: false, ourTyping: false });
+    await contacts.startOurTyping(A, -1_000);
+    await contacts.setOptedOut(A, true);
+    expect(await contacts.beforeSend(A)).toEqual({ optedOut: true, ourTyping: true });
   });
 
   test("appended events: in the transaction of their change, after the triggers' events, with data, fanned out to endpoints", async () => {

@@ -15,7 +15,6 @@ const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, 
  * so inserting transactions take timestamps one after the other, in the order they become
  * visible: a poller following `timestamp > cursor` never misses a row committed late. A
  * network id already stored inserts nothing (the unique index decides) and returns no row.
- * The clock moves by $13 steps, the number of messages.
  */
 const insertText = (withMedia: boolean) =>
   `WITH input AS (
@@ -46,61 +45,38 @@ const insert: Sql<unknown> = { name: "messages.insert", text: insertText(false) 
 const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt"] as const;
 /** The same with the messages' media, stored only for the messages stored (a known network id stores neither). */
 const insertWithMedia: Sql<unknown> = { name: "messages.insertWithMedia", text: insertText(true) };
-/** The most messages one insert statement carries. */
 const MAX_BATCH = 200;
 // One statement, so the page and the total (kept by a trigger, drizzle/postgres/0001_clock_and_contacts.sql)
 // come from one snapshot; the total rides on every row, and on a row of nulls when the page is empty.
-const history = prepare(
-  sql<RecordRow & { total: number }>(
-    "messages.history",
-    `SELECT c.total, ${RECORD_OF_M}
-     FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $phone), 0) AS total) c
-     LEFT JOIN LATERAL (${historyPage}) m ON true
-     ORDER BY m.timestamp DESC, m.id DESC`,
-  ),
-);
-const scheduled = prepare(
-  sql<RecordRow & { total: number }>(
-    "messages.scheduled",
-    `SELECT c.total, ${RECORD_OF_M}
-     FROM (SELECT count(*) AS total FROM messages WHERE status = 'scheduled') c
-     LEFT JOIN LATERAL (${scheduledPage}) m ON true
-     ORDER BY m."sendAt", m.timestamp`,
-  ),
-);
+const history = prepare(sql<RecordRow & { total: number }>("messages.history", `SELECT c.total, ${RECORD_OF_M}
+   FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $phone), 0) AS total) c
+   LEFT JOIN LATERAL (${historyPage}) m ON true
+   ORDER BY m.timestamp DESC, m.id DESC`));
+const scheduled = prepare(sql<RecordRow & { total: number }>("messages.scheduled", `SELECT c.total, ${RECORD_OF_M}
+   FROM (SELECT count(*) AS total FROM messages WHERE status = 'scheduled') c
+   LEFT JOIN LATERAL (${scheduledPage}) m ON true
+   ORDER BY m."sendAt", m.timestamp`));
 /** A page and its total read by `history` or `scheduled`. */
 const paged = ({ rows }: { rows: (RecordRow & { total: number })[] }) => ({
   rows: rows[0]?.id == null ? [] : rows.map(({ total: _, ...r }) => r),
   total: rows[0]?.total ?? 0,
 });
-// Each contact with messages (kept by a trigger) and its newest message, found by
-// messages_phone_timestamp_idx; a plain substring match (strpos), as the search is only digits and '+'.
-const conversations = prepare(
-  sql<ConversationRow>(
-    "messages.conversations",
-    `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut", ${UNREAD} AS unread
-     FROM contacts c
-     CROSS JOIN LATERAL (SELECT ${record()} FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1) m
-     WHERE c.messages > 0 AND ($search::text IS NULL OR strpos(c.phone, $search) > 0)
-     ORDER BY m.timestamp DESC, m.id DESC
-     LIMIT $limit`,
-  ),
-);
+const conversations = prepare(sql<ConversationRow>("messages.conversations", `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut", ${UNREAD} AS unread
+   FROM contacts c
+   CROSS JOIN LATERAL (SELECT ${record()} FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1) m
+   WHERE c.messages > 0 AND ($search::text IS NULL OR strpos(c.phone, $search) > 0)
+   ORDER BY m.timestamp DESC, m.id DESC
+   LIMIT $limit`));
 /**
  * Due scheduled messages (the partial index messages_scheduled_idx, soonest first), locked
  * without waiting: rows another claimer holds are skipped, and one it moved and committed
  * meanwhile fails `status = 'scheduled'` when re-checked under the lock.
  */
-const claimDue = prepare(
-  sql<MessageRow>(
-    "messages.claimDueScheduled",
-    `WITH due AS (
-       SELECT id FROM messages WHERE status = 'scheduled' AND send_at <= {now_ms} ORDER BY send_at, timestamp LIMIT $limit FOR UPDATE SKIP LOCKED
-     )
-     UPDATE messages m SET status = 'queued', updated_at = {now_us} FROM due WHERE m.id = due.id AND m.status = 'scheduled'
-     RETURNING ${row("m.")}`,
-  ),
-);
+const claimDue = prepare(sql<MessageRow>("messages.claimDueScheduled", `WITH due AS (
+     SELECT id FROM messages WHERE status = 'scheduled' AND send_at <= {now_ms} ORDER BY send_at, timestamp LIMIT $limit FOR UPDATE SKIP LOCKED
+   )
+   UPDATE messages m SET status = 'queued', updated_at = {now_us} FROM due WHERE m.id = due.id AND m.status = 'scheduled'
+   RETURNING ${row("m.")}`));
 /** Status moves from several callers in one statement (outside a transaction): each row's allowed statuses given with it. */
 const moveStatuses: Sql<unknown> = {
   name: "messages.setStatuses",

@@ -84,10 +84,7 @@ export async function openPostgres(url: string, poolSize: number): Promise<pg.Po
 /** A pooled connection held for several statements (a transaction, a lock). */
 export interface HeldConnection {
   client: pg.PoolClient;
-  /**
-   * Gives it back to the pool, or closes it when `failed` (it may be mid-transaction or
-   * hold a lock) or when it broke while held.
-   */
+  /** Gives it back to the pool, or closes it when `failed` (it may be mid-transaction or hold a lock) or broken while held. */
   release(failed?: Error): void;
 }
 
@@ -125,10 +122,7 @@ async function migrateLocked(pool: pg.Pool): Promise<void> {
   }
 }
 
-/**
- * One write, rolled back, all within `ms` (waiting for a pooled connection included):
- * fails when the database does not take writes.
- */
+/** One write, rolled back, all within `ms` (waiting for a pooled connection included): fails when the database does not take writes. */
 async function probeWrite(pool: pg.Pool, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   const { client, release } = await holdConnection(pool);
@@ -153,17 +147,11 @@ async function probeWrite(pool: pg.Pool, ms: number): Promise<void> {
   release();
 }
 
-/**
- * Whether the database takes a write now, answered within 1.8 s whatever happens; a probe
- * still waiting then is abandoned, and its connection released when it ends.
- */
+/** Storage.takesWrite: a probe still waiting after WRITE_CHECK_MS is abandoned, its connection released when it ends. */
 export async function postgresTakesWrite(pool: pg.Pool): Promise<boolean> {
   let timer: Timer | undefined;
   const late = new Promise<false>((done) => (timer = setTimeout(() => done(false), WRITE_CHECK_MS)));
-  const probe = probeWrite(pool, WRITE_CHECK_MS).then(
-    () => true,
-    () => false,
-  );
+  const probe = probeWrite(pool, WRITE_CHECK_MS).then(() => true, () => false);
   try {
     return await Promise.race([probe, late]);
   } finally {

@@ -14,52 +14,32 @@ import { bind, prepare, type Run } from "./sql";
 
 // What only PostgreSQL runs: claims with FOR UPDATE SKIP LOCKED, a retry read back in one statement.
 
-/**
- * Up to $perEndpoint due deliveries of each enabled endpoint not skipped (its index,
- * earliest first), the earliest $limit of those, locked without waiting: rows another
- * claimer holds are skipped, and one it leased and committed meanwhile fails DUE when
- * re-checked under the lock. The outer SELECT reads the leased rows from `claimed`, since it
- * cannot see the UPDATE's effects on the table.
- */
-const claim = prepare(
-  sql(
-    "webhooks.claimDue",
-    `WITH claimed AS (
-       UPDATE webhook_deliveries SET lease_owner = $owner, lease_until = {now_ms} + $leaseMs
-       WHERE id IN (
-         SELECT d.id FROM webhook_deliveries d
-         WHERE d.id IN (
-           SELECT c.id FROM webhook_endpoints e CROSS JOIN LATERAL (
-             SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-             WHERE d.endpoint_id = e.id AND ${DUE} ORDER BY d.next_attempt_at LIMIT $perEndpoint
-           ) c
-           WHERE e.enabled AND e.id <> ALL ($skip::text[])
-           ORDER BY c.next_attempt_at LIMIT $limit
-         ) AND ${DUE}
-         FOR UPDATE SKIP LOCKED
-       )
-       RETURNING *
+// Locked without waiting: rows another claimer holds are skipped, one it leased and committed meanwhile fails DUE when
+// re-checked under the lock. The outer SELECT reads the leased rows from `claimed`: it cannot see the UPDATE's effects.
+const claim = prepare(sql("webhooks.claimDue", `WITH claimed AS (
+     UPDATE webhook_deliveries SET lease_owner = $owner, lease_until = {now_ms} + $leaseMs
+     WHERE id IN (
+       SELECT d.id FROM webhook_deliveries d
+       WHERE d.id IN (
+         SELECT c.id FROM webhook_endpoints e CROSS JOIN LATERAL (
+           SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+           WHERE d.endpoint_id = e.id AND ${DUE} ORDER BY d.next_attempt_at LIMIT $perEndpoint
+         ) c
+         WHERE e.enabled AND e.id <> ALL ($skip::text[])
+         ORDER BY c.next_attempt_at LIMIT $limit
+       ) AND ${DUE}
+       FOR UPDATE SKIP LOCKED
      )
-     ${claimed("claimed")}
-     ORDER BY d.next_attempt_at, ev.timestamp`,
-  ),
-);
-const retryNow = prepare(
-  sql(
-    "webhooks.retryNow",
-    `WITH d AS (UPDATE webhook_deliveries SET ${NEW_SERIES} WHERE id = $id AND endpoint_id = $endpointId RETURNING *)
-     SELECT ${DELIVERY_COLUMNS} FROM d JOIN events ev ON ev.id = d.event_id`,
-  ),
-);
+     RETURNING *
+   )
+   ${claimed("claimed")}
+   ORDER BY d.next_attempt_at, ev.timestamp`));
+const retryNow = prepare(sql("webhooks.retryNow", `WITH d AS (UPDATE webhook_deliveries SET ${NEW_SERIES} WHERE id = $id AND endpoint_id = $endpointId RETURNING *)
+   SELECT ${DELIVERY_COLUMNS} FROM d JOIN events ev ON ev.id = d.event_id`));
 // The event clock as the triggers' record_event moves it (drizzle/postgres/0002_webhooks.sql), its row lock held to commit.
-const appendEvent = prepare(
-  sql(
-    "events.append",
-    `WITH clock AS (UPDATE event_clock SET t = greatest(t + 1, {now_us}) RETURNING t)
-     INSERT INTO events (id, type, timestamp, message_id, status, error, data)
-     SELECT 'evt_' || {random_hex}, $type, clock.t, $messageId::text, m.status, m.error, $data::text FROM clock LEFT JOIN messages m ON m.id = $messageId::text`,
-  ),
-);
+const appendEvent = prepare(sql("events.append", `WITH clock AS (UPDATE event_clock SET t = greatest(t + 1, {now_us}) RETURNING t)
+   INSERT INTO events (id, type, timestamp, message_id, status, error, data)
+   SELECT 'evt_' || {random_hex}, $type, clock.t, $messageId::text, m.status, m.error, $data::text FROM clock LEFT JOIN messages m ON m.id = $messageId::text`));
 const lockDecision = prepare(decisionRow);
 const statusOf = prepare(messageStatus);
 const purgeOldDeliveries = prepare(purgeDeliveries);
@@ -93,10 +73,7 @@ export function postgresRepositories(run: Run, batch = false): Repositories {
         return found ? toDeliveryRow(found) : undefined;
       },
       // Two statements, each atomic: a delivery purged by the first no longer keeps its event.
-      purgeOlderThan: async (ageMs) => ({
-        deliveries: (await purgeOldDeliveries(run, { ageMs })).count,
-        events: (await purgeOldEvents(run, { ageMs })).count,
-      }),
+      purgeOlderThan: async (ageMs) => ({ deliveries: (await purgeOldDeliveries(run, { ageMs })).count, events: (await purgeOldEvents(run, { ageMs })).count }),
     },
     events: { append: async (type, about) => void (await appendEvent(run, appendParams(type, about))) },
   };

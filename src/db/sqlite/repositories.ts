@@ -17,52 +17,34 @@ import { statements } from "./statements";
 // What only SQLite runs: the process clock for message timestamps, snapshots as read
 // transactions, claims as a read then an update under the write lock.
 
-const insertRow = sql(
-  "",
-  `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count)
-   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt, $optOutType, $replyTo, $sendAt, $mediaCount)`,
-);
-const insertMedia = sql(
-  "",
-  `INSERT INTO media (id, message_id, position, content_type, size, store_key, created_at)
-   VALUES ($id, $messageId, $position, $contentType, $size, $storeKey, {now_ms})`,
-);
+const insertRow = sql("", `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count)
+   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt, $optOutType, $replyTo, $sendAt, $mediaCount)`);
+const insertMedia = sql("", `INSERT INTO media (id, message_id, position, content_type, size, store_key, created_at)
+   VALUES ($id, $messageId, $position, $contentType, $size, $storeKey, {now_ms})`);
 const historyRows = sql<RecordRow>("", historyPage);
 // Kept by a trigger on every insert (drizzle/sqlite/0005_contacts.sql).
 const historyTotal = sql<{ n: number }>("", "SELECT messages AS n FROM contacts WHERE phone = $phone");
 const scheduledRows = sql<RecordRow>("", scheduledPage);
 const scheduledTotal = sql<{ n: number }>("", `SELECT count(*) AS n FROM messages WHERE status = 'scheduled'`);
-// Each contact with messages (kept by a trigger) and its newest message, found by
-// messages_phone_timestamp_idx; a plain substring match (instr), as the search is only digits and '+'.
-const conversations = sql<Omit<ConversationRow, "optedOut"> & { optedOut: number }>(
-  "",
-  `SELECT ${record("m.")}, c.opted_out AS "optedOut", ${UNREAD} AS unread
+const conversations = sql<Omit<ConversationRow, "optedOut"> & { optedOut: number }>("", `SELECT ${record("m.")}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
    JOIN messages m ON m.id = (SELECT id FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1)
    WHERE c.messages > 0 AND ($search IS NULL OR instr(c.phone, $search) > 0)
    ORDER BY m.timestamp DESC, m.id DESC
-   LIMIT $limit`,
-);
+   LIMIT $limit`);
 // Due: the partial index messages_scheduled_idx holds only scheduled rows, soonest first.
 const anyDueScheduled = sql<{ due: number }>("", `SELECT 1 AS due FROM messages WHERE status = 'scheduled' AND send_at <= {now_ms} LIMIT 1`);
-const claimScheduled = sql<MessageRow>(
-  "",
-  `UPDATE messages SET status = 'queued', updated_at = {now_us}
+const claimScheduled = sql<MessageRow>("", `UPDATE messages SET status = 'queued', updated_at = {now_us}
    WHERE id IN (SELECT id FROM messages WHERE status = 'scheduled' AND send_at <= {now_ms} ORDER BY send_at, timestamp LIMIT $limit)
-   RETURNING ${row()}`,
-);
-// Up to `perEndpoint` due deliveries of each enabled endpoint not skipped (its index, earliest first), the earliest `limit` of those.
-const lease = sql<{ id: string }>(
-  "",
-  `UPDATE webhook_deliveries SET lease_owner = $owner, lease_until = {now_ms} + $leaseMs
+   RETURNING ${row()}`);
+const lease = sql<{ id: string }>("", `UPDATE webhook_deliveries SET lease_owner = $owner, lease_until = {now_ms} + $leaseMs
    WHERE id IN (
      SELECT c.id FROM webhook_endpoints e JOIN webhook_deliveries c ON c.id IN (
        SELECT d.id FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND ${DUE} ORDER BY d.next_attempt_at LIMIT $perEndpoint
      )
      WHERE e.enabled AND e.id <> ALL($skip::text[])
      ORDER BY c.next_attempt_at LIMIT $limit
-   ) RETURNING id`,
-);
+   ) RETURNING id`);
 // A read first: an idle deliverer never takes the write lock, so it never waits out another process's.
 const anyDueDelivery = sql<{ due: number }>(
   "",
@@ -73,12 +55,9 @@ const retryNow = sql<{ id: string }>("", `UPDATE webhook_deliveries SET ${NEW_SE
 const deliveryById = sql("", `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = $id`);
 
 // The event clock as the triggers take it (drizzle/sqlite/0009_webhooks.sql): after the newest event, at least 1 µs apart.
-const appendEvent = sql(
-  "",
-  `INSERT INTO events (id, type, timestamp, message_id, status, error, data)
+const appendEvent = sql("", `INSERT INTO events (id, type, timestamp, message_id, status, error, data)
    SELECT 'evt_' || {random_hex}, $type, max(coalesce((SELECT max(timestamp) FROM events), 0) + 1, {now_us}), $messageId, m.status, m.error, $data
-   FROM (SELECT 1) one LEFT JOIN messages m ON m.id = $messageId`,
-);
+   FROM (SELECT 1) one LEFT JOIN messages m ON m.id = $messageId`);
 
 /** The repositories on one bun:sqlite connection, every statement prepared once; `clock` counts microseconds. */
 export function sqliteRepositories(sqlite: Database, clock: () => number): SyncRepositories {

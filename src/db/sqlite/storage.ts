@@ -6,10 +6,7 @@ import { openChecker, openSqlite, probeWrite, takesWrite } from "./open";
 import { sqliteRepositories } from "./repositories";
 
 export interface SqliteOptions {
-  /**
-   * The clock every time comes from, in microseconds since the epoch (default: the wall
-   * clock). Tests move it by hand; on SQLite the process clock is the database's.
-   */
+  /** The clock every time comes from, in microseconds since the epoch (default: the wall clock). Tests move it by hand; on SQLite the process clock is the database's. */
   clock?: () => number;
   /** How long a write waits for another process's write lock before it fails busy (default BUSY_LIMIT_MS). */
   busyLimitMs?: number;
