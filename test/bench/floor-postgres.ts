@@ -1,18 +1,18 @@
 /**
  * The floor's store on PostgreSQL (test/bench/floor.ts): raw `pg`, a Pool, named prepared
- * statements read as arrays, and per call the round trips of src/db/postgres/messages.ts
- * and src/db/api-keys.ts, no more. Inserts and status moves are batched as
- * Textwire batches them outside a transaction (its `batched`): those that arrive while one
- * statement is being written go together in the next (up to 200), one move of
+ * statements read as arrays, and per call the round trips of src/db/messages.ts,
+ * src/db/postgres/messages.ts and src/db/api-keys.ts, no more. Inserts and status moves are
+ * batched as Textwire batches them outside a transaction (its `batched`): those that arrive
+ * while one statement is being written go together in the next (up to 200), one move of
  * `message_clock` (inserts) or of `event_clock` (status events) for all of them.
  */
 import { batched } from "../../src/db/postgres/messages";
 import { openPostgres } from "../../src/db/postgres/open";
-import type { FloorStore, MediaValues, RecordValues } from "./floor";
+import type { FloorStore, MediaValues, ReactionValues, RecordValues } from "./floor";
 
 /** The database's clock in µs, read when evaluated (src/db/sql.ts PG_NOW_US). */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
-const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at";
+const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at, reaction_count, read_at, edited_at, unsent_at";
 
 type Query = { name: string; text: string };
 const q = (name: string, text: string): Query => ({ name, text });
@@ -45,7 +45,8 @@ const BY_ID = q("floor.get", `SELECT ${RECORD} FROM messages WHERE id = $1`);
 // The page and the total (kept by a trigger, drizzle/postgres/0001_clock_and_contacts.sql) in one snapshot.
 const HISTORY = q(
   "floor.history",
-  `SELECT m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m.reply_to, m.media_count, m.send_at, c.total
+  `SELECT m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m.reply_to, m.media_count, m.send_at,
+     m.reaction_count, m.read_at, m.edited_at, m.unsent_at, c.total
    FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $1), 0) AS total) c
    LEFT JOIN LATERAL (
      SELECT ${RECORD} FROM messages WHERE phone = $1 ORDER BY timestamp DESC, id DESC LIMIT $2 OFFSET $3
@@ -62,6 +63,10 @@ const INBOUND_FROM_AFTER = q(
 );
 
 const MEDIA_OF = q("floor.mediaOf", "SELECT message_id, id, content_type, size FROM media WHERE message_id = ANY($1::text[]) ORDER BY message_id, position");
+const REACTIONS_OF = q(
+  "floor.reactionsOf",
+  "SELECT message_id, reaction, direction, phone, created_at FROM reactions WHERE message_id = ANY($1::text[]) ORDER BY message_id, created_at, direction, phone",
+);
 const OPTED_OUT = q("floor.optedOut", "SELECT opted_out FROM contacts WHERE phone = $1");
 const SET_OPTED_OUT = q(
   "floor.setOptedOut",
@@ -126,7 +131,7 @@ export async function openPostgresStore(url: string, poolSize: number): Promise<
 
     async history(phone, limit, offset) {
       const page = await rows<[...RecordValues, number]>(HISTORY, [phone, limit, offset]);
-      const total = page[0]?.[10] ?? 0;
+      const total = page[0]?.[14] ?? 0;
       if (page[0]?.[0] == null) return { rows: [], total };
       for (const row of page) row.pop();
       return { rows: page as unknown as RecordValues[], total };
@@ -138,6 +143,14 @@ export async function openPostgresStore(url: string, poolSize: number): Promise<
       const files = new Map<string, MediaValues[]>();
       for (const [messageId, ...file] of await rows<[string, string, string, number]>(MEDIA_OF, [ids])) files.set(messageId, [...(files.get(messageId) ?? []), file]);
       return files;
+    },
+
+    async reactionsOf(ids) {
+      const standing = new Map<string, ReactionValues[]>();
+      for (const [messageId, ...reaction] of await rows<[string, string, string, string, number]>(REACTIONS_OF, [ids])) {
+        standing.set(messageId, [...(standing.get(messageId) ?? []), reaction]);
+      }
+      return standing;
     },
 
     optedOut: async (phone) => (await rows<[boolean]>(OPTED_OUT, [phone]))[0]?.[0] === true,

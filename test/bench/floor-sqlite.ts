@@ -1,14 +1,14 @@
 /**
  * The floor's store on SQLite (test/bench/floor.ts): bun:sqlite prepared statements with
  * positional parameters, rows read as arrays (`.values()`), and per call the statements of
- * src/db/sqlite/repositories.ts and src/db/api-keys.ts, no more.
+ * src/db/messages.ts, src/db/sqlite/repositories.ts and src/db/api-keys.ts, no more.
  */
 import { openSqlite } from "../../src/db/sqlite/open";
 import { microClock } from "../../src/vocabulary/time";
-import type { FloorStore, MediaValues, RecordValues } from "./floor";
+import type { FloorStore, MediaValues, ReactionValues, RecordValues } from "./floor";
 
 /** What a message record shows, in RecordValues order. */
-const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at";
+const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at, reaction_count, read_at, edited_at, unsent_at";
 
 /** Opened, migrated and checked as Textwire opens it (src/db/sqlite/open.ts). */
 export function openSqliteStore(url: string): FloorStore {
@@ -43,6 +43,9 @@ export function openSqliteStore(url: string): FloorStore {
   );
   const mediaOf = db.prepare<[string, string, string, number], [string]>(
     "SELECT message_id, id, content_type, size FROM media WHERE message_id IN (SELECT value FROM json_each(?1)) ORDER BY message_id, position",
+  );
+  const reactionsOf = db.prepare<[string, string, string, string, number], [string]>(
+    "SELECT message_id, reaction, direction, phone, created_at FROM reactions WHERE message_id IN (SELECT value FROM json_each(?1)) ORDER BY message_id, created_at, direction, phone",
   );
   const optedOut = db.prepare<[number], [string]>("SELECT opted_out FROM contacts WHERE phone = ?1");
   const setOptedOut = db.prepare<never, [string, number, number | null]>(
@@ -100,6 +103,14 @@ export function openSqliteStore(url: string): FloorStore {
         files.set(messageId, [...(files.get(messageId) ?? []), file]);
       }
       return files;
+    },
+
+    reactionsOf(ids) {
+      const standing = new Map<string, ReactionValues[]>();
+      for (const [messageId, ...reaction] of reactionsOf.values(JSON.stringify(ids)) as [string, string, string, string, number][]) {
+        standing.set(messageId, [...(standing.get(messageId) ?? []), reaction]);
+      }
+      return standing;
     },
 
     optedOut: (phone) => optedOut.values(phone)[0]?.[0] === 1,

@@ -2,7 +2,7 @@
  * The floor: the smallest honest implementation of Textwire's four hot routes, written
  * only to be measured against (`bun run bench`). Raw Bun.serve, no framework, and per
  * request the same database work as Textwire (src/messages/service.ts on the repositories
- * src/db/sqlite/repositories.ts and src/db/postgres/messages.ts) and no more:
+ * src/db/messages.ts, src/db/sqlite/repositories.ts, src/db/postgres/messages.ts) and no more:
  *
  *   POST /api/send            refused when the contact opted out (a read of `contacts`), insert
  *                             `queued` (timestamp by the clock rule), the loopback network
@@ -31,9 +31,10 @@
  * migrated. Start-up is not measured; per request the floor uses Textwire's plain rule
  * functions (src/messages/phone.ts, text.ts, time.ts) and nothing of its framework.
  *
- * Records carry `reply_to` and `media` (read in one more query only when a page has a message
- * with files, as src/messages/records.ts toRecords) and `send_at` when set. Text only: no
- * media, replies or scheduling are sent.
+ * Records carry `reply_to`, `media` and `reactions` (each read in one more query only when a
+ * page has a message with some, as src/messages/records.ts toRecords), `read_at`, `edited_at`,
+ * `unsent_at`, and `send_at` when set. Text only: no media, replies, scheduling, reactions,
+ * read marks, edits or unsends are sent.
  *
  * The same rules as Textwire (src/messages/schemas.ts, phone.ts, text.ts, time.ts,
  * src/api/http.ts, auth.ts): auth by SHA-256 of the bearer key (timingSafeEqual against
@@ -66,10 +67,17 @@ export type RecordValues = [
   replyTo: string | null,
   mediaCount: number,
   sendAt: number | null,
+  reactionCount: number,
+  readAt: number | null,
+  editedAt: number | null,
+  unsentAt: number | null,
 ];
 
 /** A message's file as its record shows it: id, content type, size. */
 export type MediaValues = [id: string, contentType: string, size: number];
+
+/** A reaction standing on a message: ours with phone '', its time in ms. */
+export type ReactionValues = [reaction: string, direction: string, phone: string, createdAt: number];
 
 /** What a store answers: at once (bun:sqlite) or later (pg). */
 export type Maybe<T> = T | Promise<T>;
@@ -89,6 +97,8 @@ export interface FloorStore {
   inboundAfter(since: number, limit: number, phone: string | null): Maybe<RecordValues[]>;
   /** The files of these messages, each message's in order. */
   mediaOf(ids: string[]): Maybe<Map<string, MediaValues[]>>;
+  /** The reactions standing on these messages, each message's oldest first. */
+  reactionsOf(ids: string[]): Maybe<Map<string, ReactionValues[]>>;
   /** Whether the contact opted out. */
   optedOut(phone: string): Maybe<boolean>;
   /** Sets the contact's opt-out (a keyword came in). */
@@ -238,25 +248,38 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const str = (s: string) => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
 
 const mediaJson = (m: MediaValues) => `{"id":${str(m[0])},"content_type":${str(m[1])},"size":${m[2]},"url":"/api/media/${m[0]}"}`;
+const reactionJson = (r: ReactionValues) =>
+  `{"reaction":${str(r[0])},"direction":${str(r[1])},"phone":${r[1] === "outbound" ? "null" : str(r[2])},"timestamp":"${isoTime(r[3] * 1000)}"}`;
+/** A time in ms as records show it, null as null. */
+const msTime = (ms: number | null) => (ms === null ? "null" : `"${isoTime(ms * 1000)}"`);
+
+type Files = Map<string, MediaValues[]> | undefined;
+type Reactions = Map<string, ReactionValues[]> | undefined;
 
 /** A message record's JSON (src/messages/records.ts toRecord), keys in the same order. */
-function recordJson(r: RecordValues, media: Map<string, MediaValues[]> | undefined): string {
+function recordJson(r: RecordValues, media: Files, reactions: Reactions): string {
   const error = r[6] ? `,"error":${str(r[6])}` : "";
   const sendAt = r[9] === null ? "" : `,"send_at":"${isoTime(r[9] * 1000)}"`;
   const files = r[8] > 0 ? (media?.get(r[0]) ?? []).map(mediaJson).join(",") : "";
-  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}]${error}${sendAt}}`;
+  const standing = r[10] > 0 ? (reactions?.get(r[0]) ?? []).map(reactionJson).join(",") : "";
+  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}],"reactions":[${standing}],"read_at":${msTime(r[11])},"edited_at":${msTime(r[12])},"unsent_at":${msTime(r[13])}${error}${sendAt}}`;
 }
 
-/** The records of a page, its files read in one query only when a message has some. */
+/** The records of a page, its files and its reactions each read in one query only when a message has some. */
 async function recordsJson(rows: RecordValues[]): Promise<string> {
   const withMedia = rows.filter((r) => r[8] > 0).map((r) => r[0]);
-  const media = withMedia.length > 0 ? await store.mediaOf(withMedia) : undefined;
-  return recordsText(rows, media);
+  const withReactions = rows.filter((r) => r[10] > 0).map((r) => r[0]);
+  if (withMedia.length === 0 && withReactions.length === 0) return recordsText(rows, undefined, undefined);
+  const [media, reactions] = await Promise.all([
+    withMedia.length > 0 ? store.mediaOf(withMedia) : undefined,
+    withReactions.length > 0 ? store.reactionsOf(withReactions) : undefined,
+  ]);
+  return recordsText(rows, media, reactions);
 }
 
-function recordsText(rows: RecordValues[], media: Map<string, MediaValues[]> | undefined): string {
+function recordsText(rows: RecordValues[], media: Files, reactions: Reactions): string {
   let out = "[";
-  for (let i = 0; i < rows.length; i++) out += (i ? "," : "") + recordJson(rows[i]!, media);
+  for (let i = 0; i < rows.length; i++) out += (i ? "," : "") + recordJson(rows[i]!, media, reactions);
   return out + "]";
 }
 

@@ -65,6 +65,12 @@ async function call(t: Target, method: string, path: string, opts: { body?: unkn
   return { status: res.status, body: await res.json() };
 }
 
+/** An answer as sent: its status and its text, keys in their order. */
+async function exact(t: Target, path: string): Promise<{ status: number; text: string }> {
+  const res = await fetch(t.url + path, { headers: { authorization: `Bearer ${t.key}` } });
+  return { status: res.status, text: await res.text() };
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO_UTC_US = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
@@ -124,6 +130,28 @@ async function scenario(t: Target, phone: string): Promise<Answer[]> {
   return answers;
 }
 
+/**
+ * What the floor only reads, written through Textwire on `phone`'s conversation (after its
+ * scenario): the contact's reaction and ours, a read receipt, our edit and unsend, the
+ * contact's edit and our read mark.
+ */
+async function decorate(t: Target, phone: string): Promise<void> {
+  const page = (await call(t, "GET", `/api/messages/${encodeURIComponent(phone)}?limit=100`)).body as { messages: { id: string; direction: string; message: string }[] };
+  const [welcome, shipped] = page.messages.filter((m) => m.direction === "outbound");
+  const asked = page.messages.find((m) => m.message === "Is it on its way?"); // the one with a network id
+  const answers = [
+    await call(t, "POST", "/webhooks/loopback", { body: { phone, reaction: { message_id: shipped!.id, reaction: "love" } } }),
+    await call(t, "POST", `/api/messages/${shipped!.id}/reactions`, { body: { reaction: "like" } }),
+    await call(t, "POST", `/api/messages/${asked!.id}/reactions`, { body: { reaction: "laugh" } }),
+    await call(t, "POST", "/webhooks/loopback", { body: { phone, read: { message_id: welcome!.id } } }),
+    await call(t, "POST", `/api/messages/${welcome!.id}/edit`, { body: { message: "welcome back!" } }),
+    await call(t, "POST", `/api/messages/${shipped!.id}/unsend`),
+    await call(t, "POST", "/webhooks/loopback", { body: { phone, edit: { id: `net-${phone}`, message: "Is it on its way yet?" } } }),
+    await call(t, "POST", `/api/contacts/${encodeURIComponent(phone)}/read`),
+  ];
+  expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+}
+
 describe("the floor answers as Textwire does", () => {
   let textwire: Server | undefined;
   let expected: unknown[] = [];
@@ -150,11 +178,13 @@ describe("the floor answers as Textwire does", () => {
   });
 
   testOnSqlite("on a SQLite file Textwire migrated and wrote, which it leaves as it is", async () => {
+    const theirs = { url: textwire!.url, key: textwire!.apiKey };
+    await decorate(theirs, phone);
     const floor = await startFloor(textwire!.db.url);
     try {
-      const mine = await call(floor, "GET", `/api/messages/${encodeURIComponent(phone)}?limit=100`);
-      const theirs = await call({ url: textwire!.url, key: textwire!.apiKey }, "GET", `/api/messages/${encodeURIComponent(phone)}?limit=100`);
-      expect(mine).toEqual(theirs);
+      for (const path of [`/api/messages/${encodeURIComponent(phone)}?limit=100`, "/api/messages/poll?since=2000-01-01"]) {
+        expect(await exact(floor, path)).toEqual(await exact(theirs, path));
+      }
     } finally {
       await stopFloor(floor);
     }
@@ -172,10 +202,10 @@ describe("the floor answers as Textwire does", () => {
       expect((await scenario(floor, phone)).map(shape)).toEqual(expected);
       // The same records from the floor and from Textwire, on one database.
       other = await startServer({ env: { DATABASE_URL: database.url } });
+      const theirs = { url: other.url, key: other.apiKey };
+      await decorate(theirs, phone);
       const path = `/api/messages/${encodeURIComponent(phone)}`;
-      expect(await call(floor, "GET", path)).toEqual(await call({ url: other.url, key: other.apiKey }, "GET", path));
-      const since = "2000-01-01";
-      expect(await call(floor, "GET", `/api/messages/poll?since=${since}`)).toEqual(await call({ url: other.url, key: other.apiKey }, "GET", `/api/messages/poll?since=${since}`));
+      for (const route of [path, "/api/messages/poll?since=2000-01-01"]) expect(await exact(floor, route)).toEqual(await exact(theirs, route));
       // And the floor starts again on it, finding nothing to migrate.
       await stopFloor(floor);
       floor = await startFloor(database.url);

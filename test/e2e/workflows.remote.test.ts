@@ -14,7 +14,7 @@ import { applyTyping } from "../../src/messages/typing";
 import { createLocalBackend, type MessagingBackend } from "../../src/workflows/backend";
 import { createRemoteBackend } from "../../src/workflows/remote-backend";
 import { startFakeOpenAI } from "../support/fake-openai";
-import { history, inbound, newPhone } from "./api";
+import { call, history, inbound, newPhone } from "./api";
 import { spawnServer, startServer, testDatabase, waitFor, type Server, type Spawned } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -201,8 +201,7 @@ test(
       there,
       async () => {
         await inbound(api, there, "Thanks!");
-        // As the network's typing report keeps it (src/messages/typing.ts applyTyping): no webhook here reports typing.
-        await api.db.run("UPDATE contacts SET typing_until = ? WHERE phone = ?", Date.now() + 60_000, there);
+        expect((await call(api, "POST", "/webhooks/loopback", { body: { phone: there, typing: true } })).status).toBe(200);
       },
       async () => (await client.contacts.get.query({ phone: there })).contact.unread,
     );

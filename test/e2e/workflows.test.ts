@@ -105,6 +105,13 @@ async function contact(server: Server, phone: string): Promise<{ unread: number;
   return reply.body.contact;
 }
 
+/** What the contact does besides texting, through the loopback webhook (docs/networks.md): its answer. */
+async function contactDoes<T = unknown>(server: Server, phone: string, what: { typing: boolean } | { reaction: { message_id: string; reaction: string } }): Promise<T> {
+  const reply = await call<T>(server, "POST", "/webhooks/loopback", { body: { phone, ...what } });
+  if (reply.status !== 200) throw new Error(`${JSON.stringify(what)} from ${phone}: ${reply.status} ${reply.text}`);
+  return reply.body;
+}
+
 async function readState(db: TestDatabase, workflow: string, key: string): Promise<unknown> {
   const [row] = await db.query<{ value: string }>("SELECT value FROM workflow_state WHERE workflow = ? AND key = ?", workflow, key);
   return row ? JSON.parse(row.value) : undefined;
@@ -574,10 +581,14 @@ describe("the shipped autoresponder", () => {
 
       await inbound(server, talker, "hello there");
       const thought = await inbound(server, thinker, "so I was thinking");
-      // The contact goes on typing for 12 s, as the network's typing reports keep it (src/messages/typing.ts applyTyping).
-      const typingEnds = Date.now() + 12_000;
-      await db.run("UPDATE contacts SET typing_until = ? WHERE phone = ?", typingEnds, thinker);
+      // The contact goes on typing for 12 s, then stops, as the network reports it.
+      await contactDoes(server, thinker, { typing: true });
       expect((await contact(server, thinker)).typing).toBe(true);
+      let typingEnds = Number.POSITIVE_INFINITY;
+      const stopped = Bun.sleep(12_000).then(() => {
+        typingEnds = Date.now();
+        return contactDoes(server, thinker, { typing: false });
+      });
 
       const reply = await waitFor("the reply to the talker", 20_000, async () => (await fullHistory(server, talker)).find((m) => m.direction === "outbound"), serverOutput(server));
       expect(reply.message).toBe("Answer to: hello there");
@@ -586,12 +597,13 @@ describe("the shipped autoresponder", () => {
       expect(await ourTyping(db, talker)).toBeNull();
       expect(await contact(server, talker)).toMatchObject({ unread: 0, typing: false });
 
-      // The contact's tapback on the reply, stored as a network's report stores it (src/messages/reactions.ts),
-      // then an iPhone's SMS reaction quoting it: a reaction on the reply, never a message.
-      await db.run("INSERT INTO reactions (message_id, direction, phone, reaction, created_at) VALUES (?, 'inbound', ?, 'like', ?)", reply.id, talker, Date.now());
+      // The contact's tapback on the reply, then an iPhone's SMS reaction quoting it: a reaction on the reply, never a message.
+      const tapback = await contactDoes<{ message: { reactions: unknown[] } }>(server, talker, { reaction: { message_id: reply.id, reaction: "like" } });
+      expect(tapback.message.reactions).toMatchObject([{ reaction: "like", direction: "inbound", phone: talker }]);
       expect((await inbound(server, talker, `Loved “${reply.message}”`)).message_id).toBe(reply.id);
 
       const answered = await waitFor("the reply to the thinker", 25_000, async () => (await fullHistory(server, thinker)).find((m) => m.direction === "outbound"), serverOutput(server));
+      await stopped;
       expect(thinkerWritten).toBeGreaterThanOrEqual(typingEnds);
       expect(Date.parse(answered.timestamp) - Date.parse(thought.timestamp)).toBeGreaterThanOrEqual(12_000);
       // More than a whole schedule period since the reactions: a reply to one would show up now.
