@@ -123,16 +123,21 @@ async function sendScenario(backend: MessagingBackend, phone: string) {
   };
 }
 
+/** A server in api mode (the remote side) and an app on a database of its own (the local side), both cleaned up after the test. */
+async function apiAndLocalApp() {
+  const api: Server = await startServer({ mode: "api" });
+  cleanup.push(() => api.kill());
+  const local = await testDatabase();
+  cleanup.push(() => local.cleanup());
+  const storage = await openStorage(local.url);
+  cleanup.push(() => storage.close());
+  return { api, app: createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error")), storage };
+}
+
 test(
   "a workflow's send returns the same through a remote server as locally: replayed flag, status, id",
   async () => {
-    const api: Server = await startServer({ mode: "api" });
-    cleanup.push(() => api.kill());
-    const local = await testDatabase();
-    cleanup.push(() => local.cleanup());
-    const storage = await openStorage(local.url);
-    cleanup.push(() => storage.close());
-    const app = createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error"));
+    const { api, app } = await apiAndLocalApp();
 
     const locally = await sendScenario(createLocalBackend(app), newPhone());
     const phone = newPhone();
@@ -176,13 +181,7 @@ async function conversationScenario(backend: MessagingBackend, phone: string, co
 test(
   "react, typing, isTyping, markRead and the network answer the same through a remote server as locally",
   async () => {
-    const api: Server = await startServer({ mode: "api" });
-    cleanup.push(() => api.kill());
-    const local = await testDatabase();
-    cleanup.push(() => local.cleanup());
-    const storage = await openStorage(local.url);
-    cleanup.push(() => storage.close());
-    const app = createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error"));
+    const { api, app, storage } = await apiAndLocalApp();
 
     const here = newPhone();
     const locally = await conversationScenario(
