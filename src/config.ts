@@ -91,6 +91,12 @@ export const configSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Workflow run records older than this are deleted by maintenance. */
   WORKFLOW_RUNS_RETENTION_DAYS: int(1, 36500).default(30),
+  /** Events, settled webhook deliveries and network status reports older than this are deleted by maintenance. */
+  EVENTS_RETENTION_DAYS: int(1, 36500).default(30),
+  /** Generated replies older than this are deleted by maintenance. */
+  GENERATIONS_RETENTION_DAYS: int(1, 36500).default(30),
+  /** Unset: messages are kept for good; set: older ones are deleted with their media (docs/operations.md). */
+  MESSAGE_RETENTION_DAYS: int(1, 36500).optional(),
   /** How often maintenance runs; shorter only for tests (docs/operations.md). */
   MAINTENANCE_INTERVAL_MS: int(100).default(60000),
   /** Worker mode only: run workflows against this Textwire server instead of the local database. */

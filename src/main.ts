@@ -10,6 +10,7 @@ import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
 import { canDo } from "./messages/network-actions";
 import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
+import { purgePastRetention, type OnPurged } from "./retention";
 import { stopExpiredTyping } from "./messages/typing";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
@@ -30,8 +31,6 @@ const CATCH_UP_EVERY_MS = 3 * 60_000;
  * cleared by one process (a conditional UPDATE), which tells the network.
  */
 const TYPING_SWEEP_MS = 5_000;
-/** Webhook deliveries settled (and events with none pending) are kept this long. */
-const WEBHOOK_LOG_RETENTION_MS = 30 * 24 * 60 * 60_000;
 const MODES = ["all", "api", "worker"] as const;
 type Mode = (typeof MODES)[number];
 
@@ -82,12 +81,13 @@ async function ensureSomeKey(app: App) {
  * The database's housekeeping, done by one process at a time: the one holding the
  * maintenance lease, renewed every round (it outlives one late round). Every process
  * does the first round at start, even while a lease of a crashed process runs out: that
- * crash may have left sends queued. Each step is one statement, safe to run twice.
+ * crash may have left sends queued. Each step is safe to run twice; retention deletes in
+ * small batches (src/retention.ts), each reported to `onPurged`.
  */
-function startMaintenance(app: App, log: Logger, owner: string) {
+function startMaintenance(app: App, log: Logger, owner: string, onPurged: OnPurged) {
   const { storage } = app;
   const everyMs = app.config.MAINTENANCE_INTERVAL_MS;
-  const retentionMs = app.config.WORKFLOW_RUNS_RETENTION_DAYS * 24 * 60 * 60_000;
+  const stopping = new AbortController();
   // A network that reconciles settles its own queued sends (their outcome may be unknown).
   const exceptNetwork = app.network.reconcile ? app.network.name : undefined;
   let started = false;
@@ -96,20 +96,15 @@ function startMaintenance(app: App, log: Logger, owner: string) {
     if (!leader && started) return;
     const failed = await storage.messages.failStaleQueued(STALE_QUEUED_MS, STALE_QUEUED_ERROR, exceptNetwork);
     if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
-    const purged = await storage.idempotency.purgeExpired(IDEMPOTENCY_TTL_MS);
-    if (purged > 0) log.info("purged expired idempotency keys", { count: purged });
-    const oldRuns = await storage.workflows.purgeRunsOlderThan(retentionMs);
-    if (oldRuns > 0) log.info("deleted old workflow run records", { count: oldRuns });
-    const expiredSessions = await storage.sessions.purgeExpired();
-    if (expiredSessions > 0) log.info("deleted expired console sessions", { count: expiredSessions });
-    const oldWebhooks = await storage.webhooks.purgeOlderThan(WEBHOOK_LOG_RETENTION_MS);
-    if (oldWebhooks.deliveries > 0 || oldWebhooks.events > 0) log.info("deleted old webhook deliveries and events", oldWebhooks);
+    const purged = await purgePastRetention({ storage, media: app.media.store, log, onPurged, signal: stopping.signal }, app.config, IDEMPOTENCY_TTL_MS);
+    if (Object.keys(purged).length > 0) log.info("deleted rows past retention", purged);
     started = true;
   }, log);
   return {
     /** Stops and lets the lease go, so another process takes over at once. */
     async stop() {
       repeating.stop();
+      stopping.abort();
       // When the database does not answer, the lease expires on its own.
       await storage.leases.release(MAINTENANCE_LEASE, owner).catch(() => {});
     },
@@ -211,7 +206,7 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
-maintenance = startMaintenance(app, log, owner);
+maintenance = startMaintenance(app, log, owner, (table, rows) => log.debug("purged rows past retention", { table, rows }));
 if (mode !== "worker") {
   catchUp = startCatchUp(app, log);
   reconcile = startReconcile(app, log);

@@ -1,6 +1,6 @@
 import type { MessageStatus } from "../vocabulary/message-status";
 import type { IdempotencyState } from "../vocabulary/messages";
-import { choose, count, declare, run, sql } from "./sql";
+import { choose, declare, run, sql } from "./sql";
 
 /** One request's hold on an idempotency key: whose key (an API key's id, a workflow) and the key. */
 export interface Claim {
@@ -53,8 +53,6 @@ export interface IdempotencyRepository {
   unlock(claim: Claim): Promise<void>;
   /** One statement: forgets the key if it is still pending (its request failed). */
   release(claim: Claim): Promise<void>;
-  /** One statement: drops keys created more than `ttlMs` ago; returns how many. */
-  purgeExpired(ttlMs: number): Promise<number>;
 }
 
 const ROW = `scope, key, fingerprint, state, response, message_id AS "messageId", locked_until AS "lockedUntil", created_at AS "createdAt"`;
@@ -82,7 +80,6 @@ const attach = sql("idempotency.attach", `UPDATE idempotency_keys SET message_id
 const markDone = sql("idempotency.markDone", `UPDATE idempotency_keys SET state = 'done', response = $response WHERE ${KEY}`);
 const unlock = sql("idempotency.unlock", `UPDATE idempotency_keys SET locked_until = {now_ms} WHERE ${KEY}`);
 const release = sql("idempotency.release", `DELETE FROM idempotency_keys WHERE ${KEY} AND state = 'pending'`);
-const purge = sql("idempotency.purge", `DELETE FROM idempotency_keys WHERE created_at < {now_ms} - $ttlMs`);
 
 const key = (claim: Claim) => ({ scope: claim.scope, key: claim.key });
 
@@ -97,7 +94,6 @@ export const idempotency = declare<IdempotencyRepository>()({
   markDone: run(markDone, (claim, response) => ({ ...key(claim), response })),
   unlock: run(unlock, key),
   release: run(release, key),
-  purgeExpired: run(purge, (ttlMs) => ({ ttlMs }), count),
 });
 
 /** The decision row as the port gives it. */

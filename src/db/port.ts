@@ -41,6 +41,7 @@ import type { IdempotencyRepository } from "./idempotency";
 import type { LeaseRepository } from "./leases";
 import type { MessageRepository } from "./messages";
 import type { NetworkStateRepository } from "./network-state";
+import type { RetentionRepository } from "./retention";
 import type { SessionRepository } from "./sessions";
 import type { EventRepository, WebhookRepository } from "./webhooks";
 import type { WorkflowRepository } from "./workflows";
@@ -52,6 +53,7 @@ export type * from "./idempotency";
 export type * from "./leases";
 export type * from "./messages";
 export type * from "./network-state";
+export type * from "./retention";
 export type * from "./sessions";
 export type * from "./webhooks";
 export type * from "./workflows";
@@ -73,6 +75,7 @@ export interface Repositories {
   readonly networkState: NetworkStateRepository;
   readonly webhooks: WebhookRepository;
   readonly events: EventRepository;
+  readonly retention: RetentionRepository;
 }
 
 export interface Storage extends Repositories {

@@ -1,4 +1,4 @@
-import { count, declare, get, run, sql } from "./sql";
+import { declare, get, run, sql } from "./sql";
 
 /** An operator console sign-in (src/auth/sessions.ts). */
 export interface SessionRow {
@@ -18,8 +18,6 @@ export interface SessionRepository {
   getActive(idHash: string): Promise<SessionRow | undefined>;
   /** One statement: ends the session; false when there was none. */
   delete(idHash: string): Promise<boolean>;
-  /** One statement: deletes the sessions that expired; returns how many. */
-  purgeExpired(): Promise<number>;
 }
 
 const ROW = `id_hash AS "idHash", key_hash AS "keyHash", csrf_token AS "csrfToken", created_at AS "createdAt", expires_at AS "expiresAt"`;
@@ -28,11 +26,9 @@ const create = sql<SessionRow>("sessions.create", `INSERT INTO console_sessions 
    VALUES ($idHash, $keyHash, $csrfToken, {now_ms}, {now_ms} + $ttlMs) RETURNING ${ROW}`);
 const getActive = sql<SessionRow>("sessions.getActive", `SELECT ${ROW} FROM console_sessions WHERE id_hash = $idHash AND expires_at > {now_ms}`);
 const remove = sql("sessions.delete", `DELETE FROM console_sessions WHERE id_hash = $idHash`);
-const purgeExpired = sql("sessions.purgeExpired", `DELETE FROM console_sessions WHERE expires_at <= {now_ms}`);
 
 export const sessions = declare<SessionRepository>()({
   create: get(create, (s, ttlMs) => ({ idHash: s.idHash, keyHash: s.keyHash, csrfToken: s.csrfToken, ttlMs }), (row) => row!),
   getActive: get(getActive, (idHash) => ({ idHash })),
   delete: run(remove, (idHash) => ({ idHash }), (n) => n > 0),
-  purgeExpired: run(purgeExpired, () => ({}), count),
 });

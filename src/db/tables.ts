@@ -114,15 +114,20 @@ export function tables(c: Core) {
   );
 
   /** Every generated reply, sent or not. */
-  const generations = c.table("generations", {
-    id: c.text("id").primaryKey(),
-    phone: c.text("phone").notNull(),
-    body: c.text("body").notNull(),
-    model: c.text("model").notNull(),
-    language: c.text("language"),
-    createdAt: c.time("created_at").notNull(),
-    messageId: c.text("message_id"),
-  });
+  const generations = c.table(
+    "generations",
+    {
+      id: c.text("id").primaryKey(),
+      phone: c.text("phone").notNull(),
+      body: c.text("body").notNull(),
+      model: c.text("model").notNull(),
+      language: c.text("language"),
+      createdAt: c.time("created_at").notNull(),
+      messageId: c.text("message_id"),
+    },
+    // Retention's batches find the oldest rows without a scan (src/db/retention.ts).
+    (t) => [c.index("generations_created_idx").on(t.createdAt)],
+  );
 
   /** Idempotency-Key records (docs/api.md): a request's answer, kept for 24 hours. */
   const idempotencyKeys = c.table(
@@ -194,7 +199,7 @@ export function tables(c: Core) {
       applied: c.bool("applied").notNull(),
       error: c.text("error"),
     },
-    (t) => [c.index("status_reports_message_idx").on(t.messageId)],
+    (t) => [c.index("status_reports_message_idx").on(t.messageId), c.index("status_reports_received_idx").on(t.receivedAt)],
   );
 
   /** Small values a network driver keeps (BlueBubbles' catch-up cursor). */
@@ -299,6 +304,8 @@ export function tables(c: Core) {
       c.index("webhook_deliveries_due_idx").on(t.endpointId, t.nextAttemptAt).where(sql`state = 'pending'`),
       c.index("webhook_deliveries_endpoint_created_idx").on(t.endpointId, t.createdAt),
       c.index("webhook_deliveries_event_idx").on(t.eventId),
+      // Only settled rows: retention's batches, oldest change first.
+      c.index("webhook_deliveries_settled_idx").on(t.updatedAt).where(sql`state <> 'pending'`),
     ],
   );
   return { messages, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };

@@ -158,11 +158,6 @@ export interface WebhookRepository {
   replay(endpointId: string, since: number): Promise<number>;
   /** One delivery of that endpoint pending, due now, a new series; undefined when there is none. */
   retryNow(endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined>;
-  /**
-   * One statement each: deletes deliveries not pending whose last change is older than
-   * `ageMs`, then events older than `ageMs` that no delivery refers to any more. Returns how many of each.
-   */
-  purgeOlderThan(ageMs: number): Promise<{ deliveries: number; events: number }>;
 }
 
 /** What an event `ev` reports, joined to it: its message `m` or its run `r`. */
@@ -290,16 +285,10 @@ const replay = sql("webhooks.replay", `INSERT INTO webhook_deliveries (id, endpo
    FROM webhook_endpoints e JOIN events ev ON ev.timestamp > $since AND (e.events IS NULL OR ev.type = ANY(e.events))
    WHERE e.id = $endpointId
    ON CONFLICT (endpoint_id, event_id) DO UPDATE SET ${NEW_SERIES}`);
-export const purgeDeliveries = sql("webhooks.purgeDeliveries", `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND updated_at < {now_ms} - $ageMs`);
-// An event stays while a delivery still refers to it: a pending one, or a recent entry of the delivery log.
-export const purgeEvents = sql(
-  "webhooks.purgeEvents",
-  `DELETE FROM events WHERE timestamp < ({now_ms} - $ageMs) * 1000 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`,
-);
 
 const endpoint = (row: Stored | undefined) => (row ? toEndpointRow(row) : undefined);
 
-/** The methods both dialects run alike; claims, retries and purges are in each dialect's repositories.ts. */
+/** The methods both dialects run alike; claims and retries are in each dialect's repositories.ts. */
 export const webhooks = declare<WebhookRepository>()({
   createEndpoint: get(createEndpoint, (e) => ({ id: e.id, url: e.url, events: e.events, description: e.description, secret: e.secret }), (row) => toEndpointRow(row!)),
   listEndpoints: all(listEndpoints, () => ({}), (rows) => rows.map((row) => toEndpointRow(row))),

@@ -52,8 +52,6 @@ export interface WorkflowRepository {
   endRun(id: string, end: { status: RunStatus; error: string | null; handled: number }): Promise<void>;
   /** One statement: ends the real (not dry) runs a dead process left `running`, as errors with `error`; returns how many. */
   endInterruptedRuns(workflow: string, error: string): Promise<number>;
-  /** One statement: deletes ended runs started more than `ageMs` ago, except those an event refers to; returns how many. */
-  purgeRunsOlderThan(ageMs: number): Promise<number>;
   /** The runs that started last, newest first. */
   recentRuns(workflow: string, limit: number): Promise<WorkflowRunRow[]>;
   /** A state value (JSON text). */
@@ -87,9 +85,6 @@ const endInterrupted = sql(
   "workflows.endInterruptedRuns",
   `UPDATE workflow_runs SET status = 'error', ended_at = {now_ms}, error = $error WHERE workflow = $workflow AND status = 'running' AND NOT dry_run`,
 );
-// A run a `workflow.run_failed` event shows stays as long as the event.
-const purgeRuns = sql("workflows.purgeRuns", `DELETE FROM workflow_runs WHERE started_at < {now_ms} - $ageMs AND status <> 'running'
-   AND NOT EXISTS (SELECT 1 FROM events WHERE run_id = workflow_runs.id)`);
 const recentRuns = sql<Stored<WorkflowRunRow, "dryRun">>(
   "workflows.recentRuns",
   `SELECT ${RUN} FROM workflow_runs WHERE workflow = $workflow ORDER BY started_at DESC, id DESC LIMIT $limit`,
@@ -111,7 +106,6 @@ export const workflows = declare<WorkflowRepository>()({
   startRun: run(startRun, (r) => ({ id: r.id, workflow: r.workflow, trigger: r.trigger, dryRun: r.dryRun })),
   endRun: run(endRun, (id, end) => ({ id, status: end.status, error: end.error, handled: end.handled })),
   endInterruptedRuns: run(endInterrupted, (workflow, error) => ({ workflow, error }), count),
-  purgeRunsOlderThan: run(purgeRuns, (ageMs) => ({ ageMs }), count),
   recentRuns: all(recentRuns, (workflow, limit) => ({ workflow, limit }), (rows) => rows.map((r) => ({ ...r, dryRun: Boolean(r.dryRun) }))),
   getState: get(getState, (workflow, key) => ({ workflow, key }), (row) => row?.value),
   setState: run(setState, (workflow, key, value) => ({ workflow, key, value })),

@@ -19,6 +19,8 @@ const DEFAULTS: Config = {
   WORKFLOWS_DIR: "./workflows",
   LOG_LEVEL: "info",
   WORKFLOW_RUNS_RETENTION_DAYS: 30,
+  EVENTS_RETENTION_DAYS: 30,
+  GENERATIONS_RETENTION_DAYS: 30,
   MAINTENANCE_INTERVAL_MS: 60000,
   TWILIO_API_URL: "https://api.twilio.com",
   BLUEBUBBLES_SERVICE: "iMessage",
@@ -189,5 +191,13 @@ describe("API keys are never echoed", () => {
     const err = configError({ API_KEYS: "aaaaaaaaaaaaaaaaaaaaaaaaaaaa+/" });
     expect(err.message).toContain("API_KEYS");
     expect(err.message).not.toContain("aaaaaaaaaaaaaaaaaaaaaaaaaaaa+/");
+  });
+});
+
+describe("retention", () => {
+  test("MESSAGE_RETENTION_DAYS is unset by default (messages kept for good) and takes whole days", () => {
+    expect(loadConfig({}).MESSAGE_RETENTION_DAYS).toBeUndefined();
+    expect(loadConfig({ MESSAGE_RETENTION_DAYS: "90", EVENTS_RETENTION_DAYS: "7" })).toMatchObject({ MESSAGE_RETENTION_DAYS: 90, EVENTS_RETENTION_DAYS: 7 });
+    expect(configError({ GENERATIONS_RETENTION_DAYS: "0" }).message).toStartWith("invalid environment variable GENERATIONS_RETENTION_DAYS:");
   });
 });

@@ -167,7 +167,7 @@ describe.each(clockDialects)("idempotency keys on $name, on a clock the test mov
     const { send, net, clock, storage } = await setup();
     await send("k1", "hello");
     clock.advance(IDEMPOTENCY_TTL_MS + 1);
-    expect(await storage.idempotency.purgeExpired(IDEMPOTENCY_TTL_MS)).toBe(1);
+    expect(await storage.retention.purge("idempotency_keys", IDEMPOTENCY_TTL_MS, 10)).toBe(1);
     expect((await send("k1", "hello")).replayed).toBe(false);
     expect(net.sent).toEqual(["hello", "hello"]);
   });

@@ -120,7 +120,7 @@ describe("a method of several statements (its own transaction) called while anot
     return call;
   }
 
-  test("claimDue, retryNow and purgeOlderThan each wait, then apply exactly once", async () => {
+  test("claimDue, retryNow and the retention purge each wait, then apply exactly once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tw-lock-"));
     let ms = Date.UTC(2026, 10, 21, 9, 30);
     const storage = openSqliteStorage(join(dir, "textwire.db"), { clock: () => ms * 1000 });
@@ -144,8 +144,10 @@ describe("a method of several statements (its own transaction) called while anot
     expect((await webhooks.claimDue("q", 60_000, 10, 10, [])).map((c) => c.delivery.id)).toEqual([failed!.delivery.id]);
 
     ms += 20;
-    expect(await afterRelease(other, () => webhooks.purgeOlderThan(10))).toEqual({ deliveries: 1, events: 1 });
+    const purge = (table: "webhook_deliveries" | "events") => storage.retention.purge(table, 10, 10);
+    expect(await afterRelease(other, () => purge("webhook_deliveries"))).toBe(1);
+    expect(await afterRelease(other, () => purge("events"))).toBe(1);
     expect((await webhooks.deliveries("we_1", 10)).map((d) => d.id).toSorted()).toEqual([failed!.delivery.id, claimed[0]!.delivery.id].toSorted());
-    expect(await webhooks.purgeOlderThan(10)).toEqual({ deliveries: 0, events: 0 });
+    expect([await purge("webhook_deliveries"), await purge("events")]).toEqual([0, 0]);
   });
 });

@@ -35,7 +35,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(await storage.sessions.getActive(hex("t2"))).toBeUndefined();
     });
 
-    test("an expired session is not active, and purgeExpired deletes only expired ones", async () => {
+    test("an expired session is not active, and the retention purge deletes only expired ones", async () => {
       const { storage, clock } = await setup();
       await storage.sessions.create({ idHash: hex("short"), keyHash: hex("k"), csrfToken: "c" }, 1000);
       await storage.sessions.create({ idHash: hex("long"), keyHash: hex("k"), csrfToken: "c" }, 12 * HOUR);
@@ -43,8 +43,8 @@ describe.each(dialects)("on $name", (dialect) => {
       else await dialect.rows(storage, `UPDATE console_sessions SET expires_at = created_at - 1 WHERE id_hash = '${hex("short")}'`);
       expect(await storage.sessions.getActive(hex("short"))).toBeUndefined();
       expect(await storage.sessions.getActive(hex("long"))).toBeDefined();
-      expect(await storage.sessions.purgeExpired()).toBe(1);
-      expect(await storage.sessions.purgeExpired()).toBe(0);
+      expect(await storage.retention.purge("console_sessions", 0, 10)).toBe(1);
+      expect(await storage.retention.purge("console_sessions", 0, 10)).toBe(0);
       expect((await dialect.rows(storage, "SELECT id_hash FROM console_sessions")).map((r) => r.id_hash)).toEqual([hex("long")]);
     });
 

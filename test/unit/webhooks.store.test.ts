@@ -26,6 +26,11 @@ const inbound = (networkId: string | null = null): NewMessage => ({
   network: "loopback",
   networkId,
 });
+/** What maintenance purges of the delivery log: deliveries first (one purged no longer keeps its event), then events. */
+const purgeWebhookLog = async (storage: Storage, ageMs: number) => ({
+  deliveries: await storage.retention.purge("webhook_deliveries", ageMs, 100),
+  events: await storage.retention.purge("events", ageMs, 100),
+});
 const outbound = (): NewMessage => ({ id: `out-${++seq}`, phone: PHONE, body: "hello", direction: "outbound", status: "queued", network: "loopback", networkId: null });
 
 /**
@@ -229,7 +234,7 @@ describe.each(dialects)("events written by the database on $name", (dialect) => 
       await storage.workflows.endRun(id, { status, error: null, handled: 0 });
     }
     await pass(20);
-    expect(await storage.workflows.purgeRunsOlderThan(10)).toBe(1);
+    expect(await storage.retention.purge("workflow_runs", 10, 10)).toBe(1);
     expect((await storage.workflows.recentRuns("w", 10)).map((r) => r.id)).toEqual(["r-failed"]);
   });
 });
@@ -443,7 +448,7 @@ describe.each(dialects)("deliveries on $name", (dialect) => {
     expect((await storage.webhooks.claimDue("p", 60_000, 10, 10, [other.id])).map((c) => c.delivery.id)).toEqual([claim!.delivery.id]);
   });
 
-  test("purgeOlderThan drops settled deliveries and the events no delivery refers to; pending ones and their events stay", async () => {
+  test("the retention purge drops settled deliveries and the events no delivery refers to; pending ones and their events stay", async () => {
     const { storage, pass, endpoint, allEvents } = await setup();
     await storage.messages.insert(inbound()); // before any endpoint: no delivery
     const e = await endpoint();
@@ -453,10 +458,10 @@ describe.each(dialects)("deliveries on $name", (dialect) => {
     await storage.messages.insert(inbound()); // pending
     const pendingEvent = (await allEvents())[2]!;
     await pass(20);
-    expect(await storage.webhooks.purgeOlderThan(10)).toEqual({ deliveries: 1, events: 2 });
+    expect(await purgeWebhookLog(storage, 10)).toEqual({ deliveries: 1, events: 2 });
     expect((await allEvents()).map((ev) => ev.id)).toEqual([pendingEvent.id]);
     expect((await storage.webhooks.deliveries(e.id, 10)).map((d) => d.eventId)).toEqual([pendingEvent.id]);
-    expect(await storage.webhooks.purgeOlderThan(10)).toEqual({ deliveries: 0, events: 0 });
+    expect(await purgeWebhookLog(storage, 10)).toEqual({ deliveries: 0, events: 0 });
   });
 });
 
@@ -471,9 +476,9 @@ describe.each(dialects.filter((d) => d.movableClock))("retention on $name, on a 
     expect(await storage.webhooks.replay(e.id, 0)).toBe(1);
     const [claim] = await storage.webhooks.claimDue("p", 60_000, 10, 10, []);
     await storage.webhooks.recordAttempt(claim!.delivery.id, "p", { state: "succeeded", status: 200, error: null });
-    expect(await storage.webhooks.purgeOlderThan(30 * 86_400_000)).toEqual({ deliveries: 0, events: 0 });
+    expect(await purgeWebhookLog(storage, 30 * 86_400_000)).toEqual({ deliveries: 0, events: 0 });
     await pass(31 * 86_400_000);
-    expect(await storage.webhooks.purgeOlderThan(30 * 86_400_000)).toEqual({ deliveries: 1, events: 1 });
+    expect(await purgeWebhookLog(storage, 30 * 86_400_000)).toEqual({ deliveries: 1, events: 1 });
     expect(await allEvents()).toEqual([]);
   });
 });

@@ -435,7 +435,7 @@ describe.each(dialects)("on $name", (dialect) => {
 describe.each(clockDialects)("on $name, on a clock the test moves", (dialect) => {
   const setup = setups(dialect);
 
-  test("purgeRunsOlderThan deletes ended runs that started before the cut-off, and keeps newer and running ones", async () => {
+  test("the retention purge deletes ended runs that started before the cut-off, and keeps newer and running ones", async () => {
     const { storage, workflows, clock, runs } = await setup();
     const day = 24 * 60 * 60_000;
     const started = async (id: string, ageDays: number, end: boolean) => {
@@ -448,7 +448,7 @@ describe.each(clockDialects)("on $name, on a clock the test moves", (dialect) =>
     await started("old-running", 31, false);
     await started("recent", 29, true);
     await started("today", 0, true);
-    expect(await workflows.purgeRunsOlderThan(30 * day)).toBe(1);
+    expect(await storage.retention.purge("workflow_runs", 30 * day, 10)).toBe(1);
     expect((await runs()).map((r) => r.id).sort()).toEqual(["old-running", "recent", "today"]);
   });
 });

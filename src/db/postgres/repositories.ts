@@ -4,10 +4,11 @@ import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
 import { networkState } from "../network-state";
+import { retention } from "../retention";
 import type { Repositories } from "../port";
 import { sessions } from "../sessions";
 import { sql } from "../sql";
-import { appendParams, claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
+import { appendParams, claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
 import { workflows } from "../workflows";
 import { postgresMessages } from "./messages";
 import { bind, prepare, type Run } from "./sql";
@@ -42,8 +43,6 @@ const appendEvent = prepare(sql("events.append", `WITH clock AS (UPDATE event_cl
    SELECT 'evt_' || {random_hex}, $type, clock.t, $messageId::text, m.status, m.error, $data::text FROM clock LEFT JOIN messages m ON m.id = $messageId::text`));
 const lockDecision = prepare(decisionRow);
 const statusOf = prepare(messageStatus);
-const purgeOldDeliveries = prepare(purgeDeliveries);
-const purgeOldEvents = prepare(purgeEvents);
 
 /** The repositories on `run`: the pool's (`batch`: inserts and status moves batched) or a transaction's connection. */
 export function postgresRepositories(run: Run, batch = false): Repositories {
@@ -72,9 +71,8 @@ export function postgresRepositories(run: Run, batch = false): Repositories {
         const found = (await retryNow(run, { endpointId, id })).rows[0];
         return found ? toDeliveryRow(found) : undefined;
       },
-      // Two statements, each atomic: a delivery purged by the first no longer keeps its event.
-      purgeOlderThan: async (ageMs) => ({ deliveries: (await purgeOldDeliveries(run, { ageMs })).count, events: (await purgeOldEvents(run, { ageMs })).count }),
     },
+    retention: bind(run, retention),
     events: { append: async (type, about) => void (await appendEvent(run, appendParams(type, about))) },
   };
 }

@@ -7,9 +7,10 @@ import { leases } from "../leases";
 import { byNetworkId, bySendAt, historyPage, messages, newest, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
 import { networkState } from "../network-state";
+import { retention } from "../retention";
 import { sessions } from "../sessions";
 import { sql } from "../sql";
-import { appendParams, claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, purgeDeliveries, purgeEvents, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
+import { appendParams, claimed, DELIVERY_COLUMNS, DUE, NEW_SERIES, toClaimedDelivery, toDeliveryRow, webhooks } from "../webhooks";
 import { workflows } from "../workflows";
 import type { SyncRepositories } from "./gate";
 import { statements } from "./statements";
@@ -66,7 +67,7 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
   const due = prepareAll({ anyDueScheduled, claimScheduled });
   const keys = prepareAll({ decisionRow, messageStatus });
   const append = prepareAll({ appendEvent }).appendEvent;
-  const hooks = prepareAll({ lease, anyDueDelivery, leased, retryNow, deliveryById, purgeDeliveries, purgeEvents });
+  const hooks = prepareAll({ lease, anyDueDelivery, leased, retryNow, deliveryById });
 
   /**
    * One clock for all messages: after every stored timestamp, at least 1 µs apart, taken
@@ -102,7 +103,6 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
     const found = hooks.retryNow.get({ endpointId, id });
     return found ? toDeliveryRow(hooks.deliveryById.get({ id: found.id })!) : undefined;
   });
-  const purge = sqlite.transaction((ageMs: number) => ({ deliveries: hooks.purgeDeliveries.run({ ageMs }), events: hooks.purgeEvents.run({ ageMs }) }));
 
   return {
     messages: {
@@ -132,8 +132,8 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
       claimDue: (owner, leaseMs, limit, perEndpoint, skip) =>
         hooks.anyDueDelivery.get() ? claim.immediate(owner, leaseMs, limit, perEndpoint, skip) : [],
       retryNow: (endpointId, deliveryId) => retry.immediate(endpointId, deliveryId),
-      purgeOlderThan: (ageMs) => purge.immediate(ageMs),
     },
+    retention: bind(retention),
     events: { append: (type, about) => void append.run(appendParams(type, about)) },
   };
 }
