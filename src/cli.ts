@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { createApp, type App } from "./app";
 import { createKey, listKeys, revokeKey } from "./auth/keys";
 import { ConfigError, loadConfig } from "./config";
-import { DatabaseError, openStorage } from "./db";
+import { backupSqlite, DatabaseError, isPostgresUrl, openStorage } from "./db";
 import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
 import { contactInput } from "./messages/contacts";
@@ -58,6 +58,9 @@ const USAGE = `usage: bun run textwire <command>
                             an endpoint's deliveries, newest first
   webhooks replay ID --since ISO
                             send the endpoint every event after that time again
+  backup FILE [--force]     copy the SQLite database to FILE while servers run, checked
+                            with integrity_check; --force replaces an existing FILE
+                            (PostgreSQL: use pg_dump)
 
 Event types: ${EVENT_TYPES.join(", ")}.
 
@@ -263,6 +266,23 @@ async function webhooks(args: string[]) {
   }
 }
 
+/** `backup FILE [--force]`: exit 0 with a summary, 1 when it failed, 2 on PostgreSQL (pg_dump is the tool). */
+async function backup(args: string[]) {
+  const { values, positionals } = parseArgs({ args, options: { force: { type: "boolean" } }, strict: true, allowPositionals: true });
+  const [file] = expectArgs(positionals, ["FILE"]);
+  const { DATABASE_URL } = loadConfig();
+  if (isPostgresUrl(DATABASE_URL)) {
+    process.stderr.write(
+      "textwire: backup copies a SQLite database; on PostgreSQL use pg_dump, e.g.\n" +
+        "  pg_dump --format=custom --file=textwire.dump \"$DATABASE_URL\"\n" +
+        "and pg_restore to restore it (docs/operations.md, Backup and restore)\n",
+    );
+    process.exit(2);
+  }
+  const summary = backupSqlite(DATABASE_URL, file!, { force: values.force ?? false });
+  print(`backed up to ${summary.path}\n  size      ${summary.bytes} bytes\n  messages  ${summary.messages}\n  integrity ok`);
+}
+
 async function main(argv: string[]) {
   const [command, ...args] = argv;
   switch (command) {
@@ -272,6 +292,8 @@ async function main(argv: string[]) {
       return webhooks(args);
     case "workflows":
       return workflows(args);
+    case "backup":
+      return backup(args);
     case "send": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
       return withApp(async (app) => {
