@@ -122,6 +122,8 @@ export const configSchema = z.object({
     .default("./data/media"),
   /** Signs the media URLs networks fetch (Twilio's MediaUrl); unset: a random secret kept in the database. */
   MEDIA_URL_SECRET: z.string().min(24, "must be at least 24 characters").optional(),
+  /** Where OpenTelemetry spans go (OTLP over HTTP); unset: no tracing, nothing of OpenTelemetry loaded (docs/operations.md). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url("must be a URL, e.g. http://127.0.0.1:4318").optional(),
   /** Lets webhook endpoints be http and point at private, loopback and link-local addresses (development and tests). */
   ALLOW_PRIVATE_URLS: z.enum(["true", "false"], "must be true or false").default("false").transform((v) => v === "true"),
 });

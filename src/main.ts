@@ -10,6 +10,7 @@ import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
 import { canDo } from "./messages/network-actions";
 import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
+import { enableTracing, flushTracing } from "./observability/trace";
 import { purgePastRetention, type OnPurged } from "./retention";
 import { stopExpiredTyping } from "./messages/typing";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
@@ -169,6 +170,12 @@ function startHttp(app: App, log: Logger) {
 const mode = modeOf(process.argv[2]);
 const config = configOrExit();
 const log = createLogger(config.LOG_LEVEL);
+if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
+  // Imported only here: with the variable unset, no OpenTelemetry module is ever loaded.
+  const { startOpenTelemetry } = await import("./observability/otel");
+  enableTracing(startOpenTelemetry());
+  log.info("exporting traces over OTLP/HTTP", { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+}
 const storage = await storageOrExit(config);
 const app = createApp(config, storage, log);
 /** This process, as owner of leases. */
@@ -198,6 +205,7 @@ async function shutdown(signal: string) {
   }, SHUTDOWN_GRACE_MS + 1000);
   await Promise.all([released, server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS)), deliverer?.stop(SHUTDOWN_GRACE_MS), scheduledSender?.stop(SHUTDOWN_GRACE_MS)]);
   clearTimeout(forced);
+  await flushTracing();
   await storage.close();
   log.info("stopped");
   process.exit(0);

@@ -1,6 +1,7 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { App } from "../app";
 import { errorText } from "../log";
+import { annotateSpan, withRequestSpan } from "../observability/trace";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
 import { CODE_OF_STATUS, errorResponse, failureOf, type Failure } from "./errors";
@@ -113,12 +114,14 @@ interface Route {
   session: boolean;
   /** The Allow header of a 405. */
   allow: string;
+  /** The route as a template (`/api/messages/{phone}`), never the raw path: the request span's name. */
+  template?: string | undefined;
 }
 
-function route(match: Route["match"], methods: Route["methods"], auth?: Route["auth"], opts: { session?: boolean } = {}): Route {
+function route(match: Route["match"], methods: Route["methods"], auth?: Route["auth"], opts: { session?: boolean; template?: string } = {}): Route {
   const names = Object.keys(methods);
   if (methods.GET) names.push("HEAD");
-  return { match, methods, auth, session: opts.session ?? false, allow: names.join(", ") };
+  return { match, methods, auth, session: opts.session ?? false, allow: names.join(", "), template: opts.template };
 }
 
 export interface HttpHandler {
@@ -185,34 +188,34 @@ export function createHttpHandler(app: App): HttpHandler {
     route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }),
     route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
       GET: (_req, url) => docsResponse(url.pathname) ?? errorResponse({ code: "NOT_FOUND", message: `no route GET ${url.pathname}` }),
-    }),
-    route(when((p) => p.startsWith("/trpc/")), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true }),
+    }, undefined, { template: "/docs/*" }),
+    route(when((p) => p.startsWith("/trpc/")), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true, template: "/trpc/*" }),
     // Media bytes are not JSON: served here, not through the router (src/api/media.ts); by
     // session too, so the console's <img src="/api/media/…"> works.
-    route(when((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length)), { GET: (req, url) => serveMedia(app, req, url) }, "key", { session: true }),
+    route(when((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length)), { GET: (req, url) => serveMedia(app, req, url) }, "key", { session: true, template: `${API_MEDIA_PREFIX}{id}` }),
     // The operator console (src/api/console.ts): its sessions, its built files, its pages.
     route(when((p) => p === CONSOLE_SESSION_PATH), { GET: consoleRoutes.session, POST: consoleRoutes.signIn, DELETE: consoleRoutes.signOut }),
-    route(when((p) => p.startsWith(CONSOLE_ASSETS_PREFIX)), { GET: consoleRoutes.asset }),
-    route(when((p) => p === "/console" || p.startsWith("/console/")), { GET: consoleRoutes.page }),
-    route(when((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length)), { GET: (req, url) => serveSignedMedia(app, req, url) }),
+    route(when((p) => p.startsWith(CONSOLE_ASSETS_PREFIX)), { GET: consoleRoutes.asset }, undefined, { template: `${CONSOLE_ASSETS_PREFIX}*` }),
+    route(when((p) => p === "/console" || p.startsWith("/console/")), { GET: consoleRoutes.page }, undefined, { template: "/console/*" }),
+    route(when((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length)), { GET: (req, url) => serveSignedMedia(app, req, url) }, undefined, { template: `${SIGNED_MEDIA_PREFIX}{token}` }),
   ];
   if (app.network.webhook && app.network.name !== "loopback") {
     const prefix = `/webhooks/${app.network.name}`;
-    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: serveNetworkWebhook }));
+    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: serveNetworkWebhook }, undefined, { template: `${prefix}/*` }));
   }
   // The REST routes (src/api/rest.ts), one row per path, in the router's order.
-  const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"] }>();
+  const restRows = new Map<string, { pattern: RegExp; route: string; methods: Route["methods"] }>();
   for (const operation of operations) {
-    const row = restRows.get(operation.pattern.source) ?? { pattern: operation.pattern, methods: {} };
+    const row = restRows.get(operation.pattern.source) ?? { pattern: operation.pattern, route: operation.route, methods: {} };
     row.methods[operation.method] = restHandler(operation);
     restRows.set(operation.pattern.source, row);
   }
-  for (const { pattern, methods } of restRows.values()) {
+  for (const { pattern, route: template, methods } of restRows.values()) {
     routes.push(
       route((p) => {
         const matched = pattern.exec(p);
         return matched ? (matched.groups ?? NO_PARAMS) : null;
-      }, methods, "key"),
+      }, methods, "key", { template }),
     );
   }
 
@@ -243,6 +246,8 @@ export function createHttpHandler(app: App): HttpHandler {
     const matched = matchRoute(path);
     if (!matched) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${path}` });
     const { row, params } = matched;
+    const template = row.template ?? path;
+    annotateSpan({ "http.route": template }, `${req.method} ${template}`);
     const handler = row.methods[req.method] ?? (req.method === "HEAD" ? row.methods.GET : undefined);
     if (!handler) {
       return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${path}; use ${row.allow}` }, { Allow: row.allow });
@@ -271,21 +276,24 @@ export function createHttpHandler(app: App): HttpHandler {
       const url = new URL(req.url);
       const ip = clientAddress(peer, req.headers.get("x-forwarded-for"));
       const ctx: Context = { app, req, ip, peer, requestId, responseHeaders: {} };
-      let res: Response;
-      let status: number;
-      try {
-        res = await serve(req, url, ctx);
-        status = res.status;
-      } catch (err) {
-        // A client that hung up is not an error: nobody gets this answer (499, as nginx logs it).
-        if (req.signal.aborted) res = new Response(null, { status: 499 });
-        else {
-          const failure = failureOf(err);
-          report(ctx, failure);
-          res = errorResponse(failure.body);
+      // Named by its route once matched (serve); until then, and for a path no route serves, by its method only.
+      const res = await withRequestSpan(req.headers, `HTTP ${req.method}`, { "http.request.method": req.method }, async () => {
+        let res: Response;
+        try {
+          res = await serve(req, url, ctx);
+        } catch (err) {
+          // A client that hung up is not an error: nobody gets this answer (499, as nginx logs it).
+          if (req.signal.aborted) res = new Response(null, { status: 499 });
+          else {
+            const failure = failureOf(err);
+            report(ctx, failure);
+            res = errorResponse(failure.body);
+          }
         }
-        status = res.status;
-      }
+        annotateSpan({ "http.response.status_code": res.status });
+        return res;
+      });
+      const status = res.status;
       for (const [name, value] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(name)) res.headers.set(name, value);
       res.headers.set("X-Request-Id", requestId);
       app.log.info(status === 499 ? "client closed the request" : "request", {

@@ -28,6 +28,8 @@ export interface RestRequest {
 export interface RestOperation {
   method: string;
   pattern: RegExp;
+  /** The path as a template, e.g. `/api/messages/{phone}`. */
+  route: string;
   /** Whether it reads a JSON body: a POST or PATCH whose input has fields besides the path's. */
   takesBody: boolean;
   /** The status of a success: 200, or 201 for a creation. */
@@ -85,6 +87,7 @@ function operation(path: string, procedure: AnyProcedure, method: string, route:
   return {
     method,
     pattern,
+    route,
     takesBody,
     status,
     call({ ctx, params, body, query, signal }) {

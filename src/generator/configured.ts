@@ -1,6 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { Config } from "../config";
 import type { Generator } from "./generator";
+import { tracedFetch } from "../observability/trace";
 
 type GeneratorConfig = Pick<Config, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "OPENAI_MODEL" | "GENERATOR_MODEL" | "GENERATOR_TIMEOUT_MS">;
 
@@ -22,7 +23,8 @@ export async function loadChatModel(config: GeneratorConfig): Promise<BaseChatMo
   const configurable = await initChatModel(model, {
     modelProvider: provider,
     apiKey: config.OPENAI_API_KEY,
-    configuration: config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {},
+    // tracedFetch: the model server's calls carry traceparent when tracing is on.
+    configuration: { fetch: tracedFetch, ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}) },
     maxRetries: 1,
     timeout: config.GENERATOR_TIMEOUT_MS,
   });

@@ -7,6 +7,7 @@ import { messageTextProblem } from "../messages/text";
 import { generatedAnswer } from "../messages/records";
 import { isoTime } from "../messages/time";
 import type { GenerateRequest, Generator } from "./generator";
+import { withSpan } from "../observability/trace";
 
 export interface GeneratorDeps extends MessagingDeps {
   generator: Generator | null;
@@ -29,7 +30,8 @@ export async function generateReply(
   if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
   // The send would be refused: no generation is paid for (the send checks again).
   if (request.autoSend) await refuseOptedOut(deps.storage, request.phone);
-  const text = await deps.generator.generate(request, opts.signal);
+  const generator = deps.generator;
+  const text = await withSpan("generate", { "textwire.generator.model": generator.model }, () => generator.generate(request, opts.signal));
   const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);
   if (problem) throw new AppError("BAD_GATEWAY", `generator: the reply is unusable: it ${problem}`);
 

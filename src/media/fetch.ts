@@ -1,5 +1,6 @@
 import { resolvedUrlProblem } from "../webhooks/safety";
 import { sniffContentType } from "./sniff";
+import { tracedFetch } from "../observability/trace";
 
 /** The largest media file Textwire fetches, sends or keeps (docs/api.md). */
 export const MAX_MEDIA_BYTES = 25 * 1024 * 1024;
@@ -56,7 +57,7 @@ export async function fetchMedia(url: string, opts: MediaFetchOptions): Promise<
     if (problem) throw new MediaFetchError("refused", hop === 0 ? problem : `redirected to a URL that ${problem}`);
     let res: Response;
     try {
-      res = await fetch(current, {
+      res = await tracedFetch(current, {
         redirect: "manual",
         headers: safeOrigin(current) === origin ? (opts.headers ?? {}) : {},
         signal,

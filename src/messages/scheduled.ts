@@ -4,6 +4,7 @@ import { AppError } from "../errors";
 import { errorText } from "../log";
 import { MAX_PAGE } from "./schemas";
 import { canceledAnswer, pageAnswer, toRecords } from "./records";
+import { withSpan } from "../observability/trace";
 import { sendStored, type MessagingDeps } from "./service";
 
 /** Why a scheduled message whose contact opted out before its time was not sent. */
@@ -67,7 +68,7 @@ export function startScheduledSender(deps: MessagingDeps): ScheduledSender {
       return;
     }
     try {
-      const record = await sendStored(deps, row, contact.ourTyping);
+      const record = await withSpan("send", { "textwire.network": deps.network.name, "textwire.scheduled": true, "textwire.message.id": row.id }, () => sendStored(deps, row, contact.ourTyping));
       mlog.info("scheduled message sent", { status: record.status });
     } catch (err) {
       if (err instanceof AppError && err.code === "GATEWAY_TIMEOUT") mlog.warn("scheduled message: the network did not answer in time; the status will follow");

@@ -10,6 +10,7 @@ import { optedOutError, optOutAction } from "./opt-out";
 import { generatedAnswer, pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
 import { stopTypingOnSend } from "./typing";
+import { withSpan } from "../observability/trace";
 
 export interface MessagingDeps {
   storage: Storage;
@@ -73,11 +74,15 @@ export const UNKNOWN_OUTCOME = "network: no answer in time; the status will foll
  * the message. Once the network took it, the send succeeded: a status that cannot be
  * written now (a busy database) is written in the background until it lands.
  */
-export async function sendMessage(
+export function sendMessage(
   deps: MessagingDeps,
   input: { phone: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number },
   idempotent?: IdempotentSend,
 ): Promise<MessageRecord> {
+  return withSpan("send", { "textwire.network": deps.network.name, "textwire.media": input.media?.length ?? 0, "textwire.scheduled": input.send_at !== undefined }, () => send(deps, input, idempotent));
+}
+
+async function send(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1], idempotent?: IdempotentSend): Promise<MessageRecord> {
   // Checked here, not in the schema: a retry with the same Idempotency-Key after that time replays.
   const sendAt = input.send_at === undefined ? undefined : Math.ceil(input.send_at / 1000);
   const problem = sendAt === undefined ? undefined : sendAtProblem(sendAt, Date.now());
@@ -147,13 +152,15 @@ export async function sendStored(
     // A network that threads gets the replied message's own id, when that network knows it.
     const replied = row.replyTo ? (known ? known.replied : await storage.messages.get(row.replyTo)) : undefined;
     const threadOn = replied?.network === deps.network.name ? replied.networkId : null;
-    result = await deps.network.send({
-      id: row.id,
-      phone: row.phone,
-      text: row.body,
-      ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
-      ...(threadOn ? { replyTo: threadOn } : {}),
-    });
+    result = await withSpan("network.send", { "textwire.network": deps.network.name, "textwire.message.id": row.id }, () =>
+      deps.network.send({
+        id: row.id,
+        phone: row.phone,
+        text: row.body,
+        ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
+        ...(threadOn ? { replyTo: threadOn } : {}),
+      }),
+    );
   } catch (err) {
     if (err instanceof SendOutcomeUnknown) {
       // The message may still go out: it stays queued until the network's report or a

@@ -18,6 +18,7 @@ import {
   webhookEvents,
   type WebhookEvents,
 } from "./driver";
+import { tracedFetch } from "../observability/trace";
 
 /**
  * iMessage through a BlueBubbles server (github.com/BlueBubblesApp/bluebubbles-server,
@@ -249,7 +250,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
   async function call(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, query = ""): Promise<BbReply> {
     let res: Response;
     try {
-      res = await fetch(api(path, query), {
+      res = await tracedFetch(api(path, query), {
         method,
         ...(body === undefined ? {} : { headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(timeoutMs),
@@ -267,7 +268,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
   async function sendCall(path: string, body: unknown): Promise<BbReply> {
     let res: Response;
     try {
-      res = await fetch(api(path), {
+      res = await tracedFetch(api(path), {
         method: "POST",
         // A form (an attachment) goes as multipart, its boundary set by fetch.
         ...(body instanceof FormData ? { body } : { headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }),

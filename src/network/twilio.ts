@@ -4,6 +4,7 @@ import { AppError } from "../errors";
 import { TWILIO_UNSUBSCRIBED } from "../messages/opt-out";
 import { OPT_OUT_TYPES, type OptOutType } from "../vocabulary/messages";
 import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, webhookEvents, type InboundEvent, type InboundMedia, type NetworkDriver, type StatusEvent } from "./driver";
+import { tracedFetch } from "../observability/trace";
 
 export interface TwilioConfig {
   accountSid: string;
@@ -167,7 +168,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       form.set(config.from.startsWith("MG") ? "MessagingServiceSid" : "From", config.from);
       let res: Response;
       try {
-        res = await fetch(`${base}/2010-04-01/Accounts/${config.accountSid}/Messages.json`, {
+        res = await tracedFetch(`${base}/2010-04-01/Accounts/${config.accountSid}/Messages.json`, {
           method: "POST",
           headers: { Authorization: auth, "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" },
           body: form,

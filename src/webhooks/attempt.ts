@@ -1,6 +1,7 @@
 import type { WebhookEndpointRow } from "../db/port";
 import { resolvedUrlProblem } from "./safety";
 import { deliveryHeaders } from "./signing";
+import { annotateSpan, tracedFetch, withSpan } from "../observability/trace";
 
 /** How long an attempt may take, from the address check to the end of the response body. */
 export const ATTEMPT_TIMEOUT_MS = 15_000;
@@ -21,12 +22,20 @@ class Timeout extends Error {}
  * (a blocked one gets no request), then a signed POST whose redirects are not followed,
  * limited to `timeoutMs` for the answer and its body together.
  */
-export async function attemptDelivery(
+export function attemptDelivery(
   endpoint: WebhookEndpointRow,
   eventId: string,
   body: string,
   opts: { allowPrivate: boolean; timeoutMs?: number },
 ): Promise<AttemptResult> {
+  return withSpan("webhook.attempt", { "textwire.webhook.endpoint": endpoint.id, "textwire.event.id": eventId }, async () => {
+    const result = await attempt(endpoint, eventId, body, opts);
+    annotateSpan({ "textwire.webhook.ok": result.ok, "http.response.status_code": result.status ?? undefined });
+    return result;
+  });
+}
+
+async function attempt(endpoint: WebhookEndpointRow, eventId: string, body: string, opts: { allowPrivate: boolean; timeoutMs?: number }): Promise<AttemptResult> {
   const timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   const controller = new AbortController();
   let expire!: (err: Timeout) => void;
@@ -41,7 +50,7 @@ export async function attemptDelivery(
     // A lookup does not take a signal: the deadline races it.
     const problem = await Promise.race([resolvedUrlProblem(endpoint.url, opts.allowPrivate), expired]);
     if (problem) return { ok: false, status: null, error: `blocked: ${problem}` };
-    const response = await fetch(endpoint.url, {
+    const response = await tracedFetch(endpoint.url, {
       method: "POST",
       headers: deliveryHeaders(endpoint, eventId, body, new Date()),
       body,

@@ -7,6 +7,7 @@ import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
 import type { Storage } from "../db/port";
 import type { RunStatus } from "../vocabulary/workflows";
 import { ensureWorkflow, finishRun, INTERRUPTED_RUN } from "./store";
+import { annotateSpan, withSpan } from "../observability/trace";
 
 export interface RunnerDeps {
   backend: MessagingBackend;
@@ -37,11 +38,19 @@ export const DEFAULT_LEASE_MS = 30_000;
  * (success) or count a failure (backoff), and let the lease go. `stop` aborts the run
  * (shutdown). A dry run takes no lease and changes nothing but its run record.
  */
-export async function runWorkflow(
+export function runWorkflow(
   deps: RunnerDeps,
   wf: Workflow,
   opts: { trigger: "schedule" | "manual"; dryRun?: boolean; stop?: AbortSignal },
 ): Promise<RunResult> {
+  return withSpan("workflow.run", { "textwire.workflow": wf.name, "textwire.workflow.trigger": opts.trigger, "textwire.workflow.dry_run": opts.dryRun ?? false }, async () => {
+    const result = await runOnce(deps, wf, opts);
+    annotateSpan({ "textwire.workflow.status": result.status, "textwire.workflow.handled": result.handled });
+    return result;
+  });
+}
+
+async function runOnce(deps: RunnerDeps, wf: Workflow, opts: Parameters<typeof runWorkflow>[2]): Promise<RunResult> {
   const dryRun = opts.dryRun ?? false;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const workflows = deps.storage.workflows;
