@@ -10,13 +10,16 @@ import { call, newPhone, type SendResult } from "./api";
 import { ROOT, startServer, testDatabase, type EnvOverlay, type Server } from "./harness";
 import { startFakeTwilio, twilioEnv, type FakeTwilio } from "../support/fake-twilio";
 import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver";
+import { startReceiver, type Receiver } from "../support/webhook-receiver";
 
 setDefaultTimeout(60_000);
 
 const servers: Server[] = [];
 const fakes: FakeTwilio[] = [];
 const receivers: OtlpReceiver[] = [];
+const hooks: Receiver[] = [];
 afterAll(async () => {
+  for (const h of hooks) h.stop();
   for (const s of servers) s.kill();
   for (const f of fakes) await f.stop();
   for (const r of receivers) await r.stop();
@@ -69,6 +72,25 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
     for (const s of receiver.spans) expect(s.name).not.toMatch(/\+\d{6,}/);
     expect(receiver.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
     expect(loaded().some((f) => f.includes("/node_modules/@opentelemetry/sdk-trace/"))).toBe(true);
+  });
+
+  test("a webhook delivery attempt is a span whose POST carries its traceparent; OTEL_BSP_SCHEDULE_DELAY exports while running", async () => {
+    const receiver = startOtlpReceiver();
+    receivers.push(receiver);
+    const hook = startReceiver();
+    hooks.push(hook);
+    const server = await startServer({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "100", ALLOW_PRIVATE_URLS: "true" } });
+    servers.push(server);
+    expect((await call(server, "POST", "/api/webhook-endpoints", { body: { url: `${hook.url}/hook`, events: ["message.received"] } })).status).toBe(201);
+    expect((await call(server, "POST", "/webhooks/loopback", { body: { phone: newPhone(), message: "hi" } })).status).toBe(200);
+
+    const attempt = await receiver.waitFor((s) => s.name === "webhook.attempt");
+    const post = await receiver.waitFor((s) => s.kind === 3 && s.parentSpanId === attempt.spanId);
+    expect(post).toMatchObject({ name: "HTTP POST", traceId: attempt.traceId });
+    expect(attempt.attributes).toMatchObject({ "textwire.webhook.ok": true, "http.response.status_code": 204 });
+    expect(hook.received[0]!.headers.traceparent).toBe(`00-${attempt.traceId}-${post.spanId}-01`);
+    // Exported while the server runs: the batch delay was honoured.
+    expect(server.proc.exitCode).toBeNull();
   });
 });
 
