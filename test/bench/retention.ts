@@ -8,7 +8,8 @@
  * when the server logs the round's end, or after LIMIT_MS.
  *
  * Knobs: RETENTION_ROWS (500000), RETENTION_DATABASES (sqlite,postgres), BENCH_DATABASE_URL
- * (else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres).
+ * (else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres), RETENTION_SERVER_ROOT
+ * (the checkout whose server runs, to compare with another version; default this one).
  */
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -18,7 +19,7 @@ import pg from "pg";
 import { openStorage } from "../../src/db";
 import { createTestDatabase } from "../support/postgres";
 
-const ROOT = resolve(import.meta.dir, "..", "..");
+const ROOT = resolve(process.env.RETENTION_SERVER_ROOT ?? resolve(import.meta.dir, "..", ".."));
 const ROWS = Number(process.env.RETENTION_ROWS ?? 500_000);
 const MESSAGES = 200;
 const PROBE_MS = 20;
@@ -113,7 +114,8 @@ async function run(database: string): Promise<Result> {
           started = performance.now();
           listening(m[1]!);
         }
-        const line = out.split("\n").find((l) => l.includes("deleted rows past retention"));
+        // This version's round summary, or an older one's line about events.
+      const line = out.split("\n").find((l) => l.includes("deleted rows past retention") || l.includes("deleted old webhook deliveries and events"));
         if (line && !roundEnded) {
           roundEnded = true;
           purged = line;
@@ -139,7 +141,7 @@ async function run(database: string): Promise<Result> {
     server.kill("SIGTERM");
     await server.exited;
     if (!roundEnded) throw new Error(`the purge did not end within ${LIMIT_MS} ms`);
-    const stat = (xs: number[]) => ({ probes: xs.length, max: Math.round(Math.max(...xs) * 10) / 10, p99: Math.round(percentile(xs, 99) * 10) / 10 });
+    const stat = (xs: number[]) => ({ probes: xs.length, max: Math.round(Math.max(0, ...xs) * 10) / 10, p99: Math.round(percentile(xs, 99) * 10) / 10 });
     return { database, rows: ROWS, purgeSeconds: Math.round(purgeSeconds * 10) / 10, purged: purged.slice(0, 300), health: stat(health), history: stat(history) };
   } finally {
     await pgDb?.drop();
