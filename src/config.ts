@@ -93,6 +93,12 @@ export const configSchema = z.object({
   WORKFLOW_RUNS_RETENTION_DAYS: int(1, 36500).default(30),
   /** How often maintenance runs; shorter only for tests (docs/operations.md). */
   MAINTENANCE_INTERVAL_MS: int(100).default(60000),
+  /** Browser origins allowed to call /mcp (docs/mcp.md); a request with any other Origin header is 403. */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((entry) => entry.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ protocol: /^https?$/, error: "each entry must be an origin, e.g. https://app.example.com" }).transform((url) => new URL(url).origin))),
   /** Worker mode only: run workflows against this Textwire server instead of the local database. */
   TEXTWIRE_URL: z.url("must be a URL, e.g. https://textwire.example.com").optional(),
   TEXTWIRE_API_KEY: apiKey.optional(),
