@@ -8,6 +8,7 @@ import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
 import { checkHealth } from "./health";
+import { createMcpRoute, MCP_PATH } from "./mcp";
 import { API_MEDIA_PREFIX, serveMedia, serveSignedMedia, SIGNED_MEDIA_PREFIX } from "./media";
 import { buildOpenApiDocument, docsResponse } from "./openapi";
 import { restOperations, type RestOperation } from "./rest";
@@ -140,6 +141,7 @@ export function createHttpHandler(app: App): HttpHandler {
   const operations = restOperations(router);
   const origins = createOrigins(app.config);
   const consoleRoutes = createConsoleRoutes(app, origins, async (req) => parseJson(await readJsonText(req)));
+  const serveMcp = createMcpRoute(app, router, { readJson: async (req) => parseJson(await readJsonText(req)), report });
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
     // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
@@ -186,6 +188,8 @@ export function createHttpHandler(app: App): HttpHandler {
     route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
       GET: (_req, url) => docsResponse(url.pathname) ?? errorResponse({ code: "NOT_FOUND", message: `no route GET ${url.pathname}` }),
     }),
+    // Model Context Protocol (src/api/mcp.ts): its Origin check comes before the key, so it authenticates itself. Stateless: POST only.
+    route(when((p) => p === MCP_PATH), { POST: (req, _url, ctx) => serveMcp(req, ctx) }),
     route(when((p) => p.startsWith("/trpc/")), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true }),
     // Media bytes are not JSON: served here, not through the router (src/api/media.ts); by
     // session too, so the console's <img src="/api/media/…"> works.
