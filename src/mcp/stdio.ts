@@ -1,30 +1,12 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { TRPCClientError } from "@trpc/client";
 import { createClient, type TextwireClient } from "../client";
-import { AppError, type ErrorCode } from "../errors";
 import type { Logger } from "../log";
+import { remoteCall } from "../remote-call";
 import { createToolServer, createToolSet, type TextwireApi } from "./tools";
-
-/**
- * The server's refusal as the in-process caller throws it (an AppError with the API's code
- * and message), so the tools answer alike; a server that cannot be reached is 503.
- */
-function asAppError(err: unknown, url: string): unknown {
-  if (!(err instanceof TRPCClientError)) return err;
-  const code = (err.data as { code?: ErrorCode } | undefined)?.code;
-  if (code) return new AppError(code, err.message);
-  return new AppError("SERVICE_UNAVAILABLE", `TEXTWIRE_URL: ${url} could not be reached or did not answer as Textwire (${err.message}); retry later`);
-}
 
 /** The API of the server at TEXTWIRE_URL, through the typed client: each call one HTTP request with the key. */
 export function remoteApi(client: TextwireClient, url: string): TextwireApi {
-  const remote = async <T>(call: () => Promise<T>): Promise<T> => {
-    try {
-      return await call();
-    } catch (err) {
-      throw asAppError(err, url);
-    }
-  };
+  const remote = <T>(call: () => Promise<T>): Promise<T> => remoteCall(call, url);
   return {
     send: (input, key) => remote(() => client.messages.send.mutate(input, { context: { idempotencyKey: key } })),
     message: (input) => remote(() => client.messages.get.query(input)),
