@@ -32,6 +32,8 @@ export interface Metrics extends Recorder {
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const RUN_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+/** How long a scrape waits for the queue reads: well within Prometheus' default scrape timeout (10 s). */
+const QUEUE_READ_MS = 2_000;
 const GENERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60];
 
 /**
@@ -100,9 +102,12 @@ export function createMetrics(storage: Pick<Storage, "messages" | "webhooks" | "
       }
     : undefined;
 
-  /** The queues from the database, once per scrape; NaN when it does not answer (the rest of the scrape still does). */
+  /** The queues from the database, once per scrape; NaN when it does not answer within QUEUE_READ_MS (the rest of the scrape still does). */
   async function readQueues() {
-    const [scheduled, deliveries] = await Promise.all([storage.messages.scheduledQueue(), storage.webhooks.deliveryQueue()]).catch(() => [undefined, undefined]);
+    let timer: Timer | undefined;
+    const late = new Promise<undefined[]>((done) => (timer = setTimeout(() => done([undefined, undefined]), QUEUE_READ_MS)));
+    const read = Promise.all([storage.messages.scheduledQueue(), storage.webhooks.deliveryQueue()]).catch(() => [undefined, undefined]);
+    const [scheduled, deliveries] = await Promise.race([read, late]).finally(() => clearTimeout(timer));
     scheduledPending.set(scheduled?.pending ?? NaN);
     scheduledOverdue.set(scheduled ? scheduled.overdueMs / 1000 : NaN);
     deliveriesPending.set(deliveries?.pending ?? NaN);
