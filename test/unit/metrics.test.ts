@@ -1,6 +1,8 @@
 // The metrics module (src/observability/metrics.ts) against real storage on each dialect:
 // the queue reads its gauges come from, what a scrape shows, and how labels stay bounded.
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import parse from "parse-prometheus-text-format";
 import type { Storage } from "../../src/db/port";
 import { openSqliteStorage } from "../../src/db/sqlite/storage";
@@ -96,5 +98,28 @@ describe("a scrape", () => {
       expect({ name, nan: value !== undefined && Number.isNaN(Number(value)) }).toEqual({ name, nan: true });
     }
     expect(text).toContain('textwire_messages_total{direction="outbound",network="loopback",status="failed"} 1');
+  });
+});
+
+describe("the Grafana dashboard (docs/grafana/textwire-dashboard.json)", () => {
+  const fresh = storages(dialects[0]!);
+
+  test("queries only metrics a process exports, through its Prometheus data source variable", async () => {
+    const dashboard = JSON.parse(readFileSync(join(import.meta.dir, "../../docs/grafana/textwire-dashboard.json"), "utf8"));
+    const names = new Set(parse(await createMetrics(await fresh()).scrape()).map((f) => f.name));
+    // Defined once a process has a pool (PostgreSQL).
+    for (const pool of ["textwire_db_pool_connections", "textwire_db_pool_idle_connections", "textwire_db_pool_waiting_requests"]) names.add(pool);
+    expect(dashboard.templating.list.find((v: { type: string }) => v.type === "datasource")).toMatchObject({ name: "datasource", query: "prometheus" });
+    const panels = dashboard.panels.filter((p: { type: string }) => p.type !== "row");
+    expect(panels.length).toBeGreaterThan(10);
+    expect(new Set(dashboard.panels.map((p: { id: number }) => p.id)).size).toBe(dashboard.panels.length);
+    for (const panel of panels) {
+      expect({ panel: panel.title, uid: panel.datasource.uid }).toEqual({ panel: panel.title, uid: "${datasource}" });
+      for (const { expr } of panel.targets) {
+        const used = [...(expr as string).matchAll(/\b((?:textwire|process|nodejs)_\w+?)(?:_bucket)?\{/g)].map((m) => m[1]!);
+        expect(used.length).toBeGreaterThan(0);
+        for (const name of used) expect({ panel: panel.title, name, exported: names.has(name) }).toEqual({ panel: panel.title, name, exported: true });
+      }
+    }
   });
 });
