@@ -9,9 +9,9 @@ import { createLogger, errorText, type Logger } from "./log";
 import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
 import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
 import { canDo } from "./messages/network-actions";
-import { createMetrics } from "./observability/metrics";
 import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
 import { stopExpiredTyping } from "./messages/typing";
+import { createMetrics } from "./observability/metrics";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
 import { configuredRemoteBackend } from "./workflows/remote-backend";
@@ -176,8 +176,8 @@ const mode = modeOf(process.argv[2]);
 const config = configOrExit();
 const log = createLogger(config.LOG_LEVEL);
 const storage = await storageOrExit(config);
-// Without a token nobody can read metrics, so none are kept.
-const app = createApp(config, storage, log, config.METRICS_TOKEN ? createMetrics(storage) : undefined);
+// Kept only where they can be read: with a token, in a process that serves HTTP.
+const app = createApp(config, storage, log, config.METRICS_TOKEN && mode !== "worker" ? createMetrics(storage) : undefined);
 /** This process, as owner of leases. */
 const owner = `${process.pid}:${Bun.randomUUIDv7()}`;
 
