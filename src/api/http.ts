@@ -1,6 +1,7 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { App } from "../app";
 import { errorText } from "../log";
+import type { Metrics } from "../observability/metrics";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
 import { CODE_OF_STATUS, errorResponse, failureOf, type Failure } from "./errors";
@@ -210,9 +211,9 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     return Response.json(ready, { status: ready.status === "ok" ? 200 : 503 });
   };
   // Anyone without the token gets the answer of a path with no route: the endpoint is not shown.
-  const serveMetrics: Handler = async (req, url) => {
-    if (!metrics || !scrapeAllowed(req, app.config.METRICS_TOKEN)) return noRoute(req.method, url.pathname);
-    return new Response(await metrics.scrape(), { headers: { "Content-Type": metrics.contentType } });
+  const serveMetrics = (kept: Metrics): Handler => async (req, url) => {
+    if (!scrapeAllowed(req, app.config.METRICS_TOKEN)) return noRoute(req.method, url.pathname);
+    return new Response(await kept.scrape(), { headers: { "Content-Type": kept.contentType } });
   };
 
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
@@ -221,7 +222,8 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     // Liveness and readiness (docs/operations.md): no key, like /health.
     route(when((p) => p === "/health/live"), { GET: () => Response.json({ status: "ok" }) }, undefined, { label: "/health/live" }),
     route(when((p) => p === "/health/ready"), { GET: serveReady }, undefined, { label: "/health/ready" }),
-    route(when((p) => p === "/metrics"), { GET: serveMetrics }, undefined, { label: "/metrics" }),
+    // Only when metrics are kept (METRICS_TOKEN): else /metrics is any path with no route.
+    ...(metrics ? [route(when((p) => p === "/metrics"), { GET: serveMetrics(metrics) }, undefined, { label: "/metrics" })] : []),
     route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }, undefined, { label: "/openapi.json" }),
     route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
       GET: (_req, url) => docsResponse(url.pathname) ?? noRoute("GET", url.pathname),

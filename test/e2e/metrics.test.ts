@@ -78,6 +78,7 @@ describe("GET /metrics is hidden", () => {
     const res = await server.fetch("/metrics", {}, TOKEN);
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ success: false, error: { code: "NOT_FOUND", message: "no route GET /metrics" } });
+    expect((await server.fetch("/metrics", { method: "POST" }, TOKEN)).status).toBe(404);
   });
 
   test("with it, no token, a wrong token or the API key get the same 404 as a path with no route", async () => {
