@@ -122,6 +122,10 @@ export const configSchema = z.object({
     .default("./data/media"),
   /** Signs the media URLs networks fetch (Twilio's MediaUrl); unset: a random secret kept in the database. */
   MEDIA_URL_SECRET: z.string().min(24, "must be at least 24 characters").optional(),
+  /** Serves GET /metrics to `Authorization: Bearer <this>`; unset: no metrics are kept and /metrics is 404 (docs/operations.md). */
+  METRICS_TOKEN: z.string().regex(/^[A-Za-z0-9_-]{24,}$/, "must be at least 24 letters, digits, '_' or '-'").optional(),
+  /** On SIGTERM, how long /health/ready answers 503 while requests are still served, before the shutdown (docs/operations.md). */
+  SHUTDOWN_DRAIN_MS: int(0, 600_000).default(2000),
   /** Lets webhook endpoints be http and point at private, loopback and link-local addresses (development and tests). */
   ALLOW_PRIVATE_URLS: z.enum(["true", "false"], "must be true or false").default("false").transform((v) => v === "true"),
 });

@@ -27,6 +27,8 @@ export interface RestRequest {
 /** One REST operation of the router, resolved once at start. */
 export interface RestOperation {
   method: string;
+  /** The OpenAPI path, parameters as `{name}` (`/api/messages/{phone}`): the route metrics name it by. */
+  route: string;
   pattern: RegExp;
   /** Whether it reads a JSON body: a POST or PATCH whose input has fields besides the path's. */
   takesBody: boolean;
@@ -84,6 +86,7 @@ function operation(path: string, procedure: AnyProcedure, method: string, route:
 
   return {
     method,
+    route,
     pattern,
     takesBody,
     status,

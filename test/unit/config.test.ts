@@ -29,6 +29,7 @@ const DEFAULTS: Config = {
   WEBHOOK_RETRY_SCHEDULE: [5, 300, 1800, 7200, 18000, 36000, 36000],
   ALLOW_PRIVATE_URLS: false,
   MEDIA_STORE: "./data/media",
+  SHUTDOWN_DRAIN_MS: 2000,
 };
 
 describe("TRUSTED_PROXIES", () => {
