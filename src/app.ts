@@ -10,6 +10,7 @@ import { mediaUrlSecret } from "./media/signed-url";
 import { openMediaStore } from "./media/store";
 import { networkStateStore } from "./messages/network-events";
 import { createNetwork, type NetworkDriver } from "./network";
+import type { Metrics } from "./observability/metrics";
 
 /** Everything a request or a workflow run needs, built once at start. */
 export interface App {
@@ -26,10 +27,13 @@ export interface App {
   keyLimiter: RateLimiter | null;
   /** Failed authentications per client address. */
   authFailures: RateLimiter;
+  /** What this process counts for GET /metrics; absent when METRICS_TOKEN is unset. */
+  metrics?: Metrics;
 }
 
-export function createApp(config: Config, storage: Storage, log: Logger): App {
+export function createApp(config: Config, storage: Storage, log: Logger, metrics?: Metrics): App {
   return {
+    ...(metrics ? { metrics } : {}),
     config,
     storage,
     log,
@@ -40,7 +44,7 @@ export function createApp(config: Config, storage: Storage, log: Logger): App {
       ...(config.PUBLIC_URL ? { publicUrl: config.PUBLIC_URL } : {}),
       urlSecret: mediaUrlSecret(config.MEDIA_URL_SECRET, storage.networkState),
     },
-    generator: createConfiguredGenerator(config),
+    generator: createConfiguredGenerator(config, metrics),
     verifyKey: createKeyVerifier(storage.apiKeys, config.API_KEYS),
     keyLimiter:
       config.RATE_LIMIT_PER_MINUTE > 0

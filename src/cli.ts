@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from "./config";
 import { backupSqlite, DatabaseError, isPostgresUrl, openStorage } from "./db";
 import { AppError, parseInput } from "./errors";
 import { createLogger } from "./log";
+import { serveStdio } from "./mcp/stdio";
 import { contactInput } from "./messages/contacts";
 import { editOurMessage, unsendOurMessage } from "./messages/edits";
 import { networkInfo } from "./messages/network-actions";
@@ -42,6 +43,8 @@ const USAGE = `usage: bun run textwire <command>
   unsend ID                 unsend one of our messages (within 2 minutes)
   typing PHONE on|off       start or stop our typing indicator (it stops after 60 s)
   read PHONE                mark the contact's messages read
+  mcp                       serve the MCP tools over stdio for a local agent host, against
+                            the server at TEXTWIRE_URL with TEXTWIRE_API_KEY (docs/mcp.md)
   workflows list            workflows in WORKFLOWS_DIR: schedule, next run, last result
   workflows run NAME [--dry-run]
                             run one workflow now and print its result; with --dry-run
@@ -343,6 +346,15 @@ async function main(argv: string[]) {
     case "read": {
       const [phone] = expectArgs(args, ["PHONE"]);
       return withApp(async (app) => print({ success: true, contact: await markConversationRead(app, parseInput(contactInput, { phone }).phone) }));
+    }
+    case "mcp": {
+      expectArgs(args, []);
+      const missing = ["TEXTWIRE_URL", "TEXTWIRE_API_KEY"].filter((name) => !process.env[name]);
+      if (missing.length) throw new UsageError(`mcp needs ${missing.join(" and ")}: the Textwire server (e.g. http://127.0.0.1:3000) and an API key for it`);
+      const config = loadConfig();
+      // Standard output is the protocol's: the log goes to standard error.
+      const log = createLogger(config.LOG_LEVEL, { component: "mcp" }, (line) => process.stderr.write(line));
+      return serveStdio({ url: config.TEXTWIRE_URL!, apiKey: config.TEXTWIRE_API_KEY!, maxMessageLength: config.MAX_MESSAGE_LENGTH, log });
     }
     case undefined:
     case "help":

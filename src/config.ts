@@ -99,6 +99,12 @@ export const configSchema = z.object({
   MESSAGE_RETENTION_DAYS: int(1, 36500).optional(),
   /** How often maintenance runs; shorter only for tests (docs/operations.md). */
   MAINTENANCE_INTERVAL_MS: int(100).default(60000),
+  /** Browser origins allowed to call /mcp (docs/mcp.md); a request with any other Origin header is 403. */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((entry) => entry.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ protocol: /^https?$/, error: "each entry must be an origin, e.g. https://app.example.com" }).transform((url) => new URL(url).origin))),
   /** Worker mode only: run workflows against this Textwire server instead of the local database. */
   TEXTWIRE_URL: z.url("must be a URL, e.g. https://textwire.example.com").optional(),
   TEXTWIRE_API_KEY: apiKey.optional(),
@@ -122,6 +128,10 @@ export const configSchema = z.object({
     .default("./data/media"),
   /** Signs the media URLs networks fetch (Twilio's MediaUrl); unset: a random secret kept in the database. */
   MEDIA_URL_SECRET: z.string().min(24, "must be at least 24 characters").optional(),
+  /** Serves GET /metrics to `Authorization: Bearer <this>`; unset: no metrics are kept and /metrics is 404 (docs/operations.md). */
+  METRICS_TOKEN: z.string().regex(/^[A-Za-z0-9_-]{24,}$/, "must be at least 24 letters, digits, '_' or '-'").optional(),
+  /** On SIGTERM, how long /health/ready answers 503 while requests are still served, before the shutdown (docs/operations.md). */
+  SHUTDOWN_DRAIN_MS: int(0, 600_000).default(2000),
   /** Where OpenTelemetry spans go (OTLP over HTTP); unset: no tracing, nothing of OpenTelemetry loaded (docs/operations.md). */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url("must be a URL, e.g. http://127.0.0.1:4318").optional(),
   /** Lets webhook endpoints be http and point at private, loopback and link-local addresses (development and tests). */

@@ -13,6 +13,7 @@ import { startScheduledSender, type ScheduledSender } from "./messages/scheduled
 import { enableTracing, flushTracing } from "./observability/trace";
 import { purgePastRetention, type OnPurged } from "./retention";
 import { stopExpiredTyping } from "./messages/typing";
+import { createMetrics, recordPurged } from "./observability/metrics";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
 import { configuredRemoteBackend } from "./workflows/remote-backend";
@@ -140,7 +141,7 @@ function startReconcile(app: App, log: Logger) {
 }
 
 function startHttp(app: App, log: Logger) {
-  const http = createHttpHandler(app);
+  const http = createHttpHandler(app, { stopping: () => stopping });
   const slowRequestS = Math.ceil((app.config.BLUEBUBBLES_SEND_TIMEOUT_MS + app.config.GENERATOR_TIMEOUT_MS) / 1000) + 30;
   const server = Bun.serve({
     port: app.config.PORT,
@@ -177,7 +178,8 @@ if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
   log.info("exporting traces over OTLP/HTTP", { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 }
 const storage = await storageOrExit(config);
-const app = createApp(config, storage, log);
+// Kept only where they can be read: with a token, in a process that serves HTTP.
+const app = createApp(config, storage, log, config.METRICS_TOKEN && mode !== "worker" ? createMetrics(storage) : undefined);
 /** This process, as owner of leases. */
 const owner = `${process.pid}:${Bun.randomUUIDv7()}`;
 
@@ -190,10 +192,31 @@ let server: ReturnType<typeof startHttp> | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
 let deliverer: Deliverer | undefined;
 let scheduledSender: ScheduledSender | undefined;
+/** Ends the drain early: a SIGINT during a SIGTERM's drain. */
+let endDrain: (() => void) | undefined;
 
-async function shutdown(signal: string) {
-  if (stopping) return;
+/**
+ * SIGTERM (an orchestrator's stop) drains first: /health/ready answers 503 at once while the
+ * listener keeps serving for SHUTDOWN_DRAIN_MS, so load balancers stop sending before it
+ * closes. SIGINT (Ctrl-C) stops without a drain, and ends one under way.
+ */
+async function shutdown(signal: "SIGTERM" | "SIGINT") {
+  if (stopping) {
+    if (signal === "SIGINT") endDrain?.();
+    return;
+  }
   stopping = true;
+  const drainMs = signal === "SIGTERM" && server ? config.SHUTDOWN_DRAIN_MS : 0;
+  if (drainMs > 0) {
+    log.info("draining: /health/ready answers 503, requests are still served", { signal, ms: drainMs });
+    await new Promise<void>((done) => {
+      const timer = setTimeout(done, drainMs);
+      endDrain = () => {
+        clearTimeout(timer);
+        done();
+      };
+    });
+  }
   const released = maintenance?.stop();
   catchUp?.stop();
   reconcile?.stop();
@@ -214,7 +237,10 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
-maintenance = startMaintenance(app, log, owner, (table, rows) => log.debug("purged rows past retention", { table, rows }));
+maintenance = startMaintenance(app, log, owner, (table, rows) => {
+  recordPurged(table, rows);
+  log.debug("purged rows past retention", { table, rows });
+});
 if (mode !== "worker") {
   catchUp = startCatchUp(app, log);
   reconcile = startReconcile(app, log);
@@ -232,7 +258,7 @@ if (mode !== "api") {
   // A remote worker's database is not the server's: the server's own processes deliver
   // webhooks and send scheduled messages.
   if (!remote) {
-    deliverer = startDeliverer({ storage, config, log, owner });
+    deliverer = startDeliverer({ storage, config, log, owner, metrics: app.metrics });
     log.info("delivering outbound webhooks", { owner });
     scheduledSender = startScheduledSender(app);
     log.info("sending scheduled messages");

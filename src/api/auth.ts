@@ -92,12 +92,20 @@ export async function authenticate(app: App, req: Request, clientAddress: string
       );
     }
   }
-  if (!app.keyLimiter) return { keyId, headers: {} };
+  return { keyId, headers: takeRateLimit(app, keyId, calls) };
+}
+
+/**
+ * Takes `calls` tokens from the key's bucket (all or none): the RateLimit headers the
+ * response carries, or 429 with them and Retry-After.
+ */
+export function takeRateLimit(app: App, keyId: string, calls: number): Record<string, string> {
+  if (!app.keyLimiter) return {};
   const decision = app.keyLimiter.take(keyId, calls);
   const headers = rateLimitHeaders(decision);
   if (!decision.allowed) {
     const batch = calls > 1 ? ` (a batch of ${calls} calls takes ${calls}; ${decision.remaining} left)` : "";
     throw new AppError("TOO_MANY_REQUESTS", `rate limit exceeded${batch}; retry in ${decision.retryAfterSeconds} s`, headers);
   }
-  return { keyId, headers };
+  return headers;
 }

@@ -1,6 +1,7 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { App } from "../app";
 import { errorText } from "../log";
+import type { Metrics } from "../observability/metrics";
 import { annotateSpan, withRequestSpan } from "../observability/trace";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
@@ -8,8 +9,10 @@ import { CODE_OF_STATUS, errorResponse, failureOf, type Failure } from "./errors
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
-import { checkHealth } from "./health";
+import { checkHealth, checkReadiness } from "./health";
+import { createMcpRoute, MCP_PATH } from "./mcp";
 import { API_MEDIA_PREFIX, serveMedia, serveSignedMedia, SIGNED_MEDIA_PREFIX } from "./media";
+import { scrapeAllowed } from "./metrics";
 import { buildOpenApiDocument, docsResponse } from "./openapi";
 import { restOperations, type RestOperation } from "./rest";
 import { createAppRouter } from "./router";
@@ -85,6 +88,9 @@ function trpcCalls(url: URL): number {
   return url.pathname.slice("/trpc/".length).split(/,|%2c/i).length;
 }
 
+/** The answer to a path no row serves (404). */
+const noRoute = (method: string, path: string) => errorResponse({ code: "NOT_FOUND", message: `no route ${method} ${path}` });
+
 /** A path's parameters (`{ phone }` of /api/messages/{phone}), from the routing table's one match. */
 type Params = Record<string, string>;
 type Handler = (req: Request, url: URL, ctx: Context, params: Params) => Promise<Response> | Response;
@@ -114,14 +120,27 @@ interface Route {
   session: boolean;
   /** The Allow header of a 405. */
   allow: string;
-  /** The route as a template (`/api/messages/{phone}`), never the raw path: the request span's name. */
-  template?: string | undefined;
+  /** What metrics name the route by: a template (`/api/messages/{phone}`), never a raw path; a function when the path decides among a few. */
+  label: string | ((path: string) => string);
 }
 
-function route(match: Route["match"], methods: Route["methods"], auth?: Route["auth"], opts: { session?: boolean; template?: string } = {}): Route {
+function route(
+  match: Route["match"],
+  methods: Route["methods"],
+  auth: Route["auth"],
+  opts: { session?: boolean; label: Route["label"] },
+): Route {
   const names = Object.keys(methods);
   if (methods.GET) names.push("HEAD");
-  return { match, methods, auth, session: opts.session ?? false, allow: names.join(", "), template: opts.template };
+  return { match, methods, auth, session: opts.session ?? false, allow: names.join(", "), label: opts.label };
+}
+
+/** The metrics label of a path no row serves. */
+const UNMATCHED = "unmatched";
+
+export interface HttpOptions {
+  /** True once a shutdown began: GET /health/ready answers 503 from then on. */
+  stopping?: () => boolean;
 }
 
 export interface HttpHandler {
@@ -136,13 +155,22 @@ export interface HttpHandler {
  * console's sessions and pages in src/api/console.ts, and the routes without a key) →
  * every error through failureOf (src/api/errors.ts). Everything is built once here.
  */
-export function createHttpHandler(app: App): HttpHandler {
+export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler {
   const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
+  const { metrics } = app;
+  const stopping = opts.stopping ?? (() => false);
+  // A procedure's name is a bounded label; a batch of several, or a name the router lacks, is just /trpc.
+  const procedures = new Set(Object.keys(router._def.procedures));
+  const trpcLabel = (path: string) => {
+    const name = path.slice("/trpc/".length);
+    return procedures.has(name) ? `/trpc/${name}` : "/trpc";
+  };
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
   const clientAddress = createClientAddress(app.config.TRUSTED_PROXIES);
   const operations = restOperations(router);
   const origins = createOrigins(app.config);
   const consoleRoutes = createConsoleRoutes(app, origins, async (req) => parseJson(await readJsonText(req)));
+  const serveMcp = createMcpRoute(app, router, { readJson: async (req) => parseJson(await readJsonText(req)), report });
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
     // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
@@ -172,7 +200,7 @@ export function createHttpHandler(app: App): HttpHandler {
     const driver = app.network;
     const subpath = url.pathname.slice(`/webhooks/${driver.name}/`.length);
     const { response, ...events } = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
-    const applied = await applyNetworkEvents(app.storage, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media });
+    const applied = await applyNetworkEvents(app.storage, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
     app.log.info("webhook", { network: driver.name, ...applied });
     return response;
   };
@@ -181,41 +209,62 @@ export function createHttpHandler(app: App): HttpHandler {
     const health = await checkHealth(app);
     return Response.json(health, { status: health.status === "ok" ? 200 : 503 });
   };
+  const serveReady: Handler = async () => {
+    const ready = await checkReadiness(app, stopping());
+    return Response.json(ready, { status: ready.status === "ok" ? 200 : 503 });
+  };
+  // Anyone without the token gets the answer of a path with no route: the endpoint is not shown.
+  const serveMetrics = (kept: Metrics): Handler => async (req, url) => {
+    if (!scrapeAllowed(req, app.config.METRICS_TOKEN)) return noRoute(req.method, url.pathname);
+    return new Response(await kept.scrape(), { headers: { "Content-Type": kept.contentType } });
+  };
 
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
   const routes: Route[] = [
-    route(when((p) => p === "/health"), { GET: serveHealth }),
-    route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }),
+    route(when((p) => p === "/health"), { GET: serveHealth }, undefined, { label: "/health" }),
+    // Liveness and readiness (docs/operations.md): no key, like /health.
+    route(when((p) => p === "/health/live"), { GET: () => Response.json({ status: "ok" }) }, undefined, { label: "/health/live" }),
+    route(when((p) => p === "/health/ready"), { GET: serveReady }, undefined, { label: "/health/ready" }),
+    // Only when metrics are kept (METRICS_TOKEN): else /metrics is any path with no route.
+    ...(metrics ? [route(when((p) => p === "/metrics"), { GET: serveMetrics(metrics) }, undefined, { label: "/metrics" })] : []),
+    route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }, undefined, { label: "/openapi.json" }),
     route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
-      GET: (_req, url) => docsResponse(url.pathname) ?? errorResponse({ code: "NOT_FOUND", message: `no route GET ${url.pathname}` }),
-    }, undefined, { template: "/docs/*" }),
-    route(when((p) => p.startsWith("/trpc/")), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true, template: "/trpc/*" }),
+      GET: (_req, url) => docsResponse(url.pathname) ?? noRoute("GET", url.pathname),
+    }, undefined, { label: "/docs" }),
+    // Model Context Protocol (src/api/mcp.ts): its Origin check comes before the key, so it authenticates itself. Stateless: POST only.
+    route(when((p) => p === MCP_PATH), { POST: (req, _url, ctx) => serveMcp(req, ctx) }, undefined, { label: MCP_PATH }),
+    route(when((p) => p.startsWith("/trpc/")), { GET: serveTrpc, POST: serveTrpc }, "trpc", { session: true, label: trpcLabel }),
     // Media bytes are not JSON: served here, not through the router (src/api/media.ts); by
     // session too, so the console's <img src="/api/media/…"> works.
-    route(when((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length)), { GET: (req, url) => serveMedia(app, req, url) }, "key", { session: true, template: `${API_MEDIA_PREFIX}{id}` }),
+    route(when((p) => p.startsWith(API_MEDIA_PREFIX) && !p.includes("/", API_MEDIA_PREFIX.length)), { GET: (req, url) => serveMedia(app, req, url) }, "key", {
+      session: true,
+      label: `${API_MEDIA_PREFIX}{id}`,
+    }),
     // The operator console (src/api/console.ts): its sessions, its built files, its pages.
-    route(when((p) => p === CONSOLE_SESSION_PATH), { GET: consoleRoutes.session, POST: consoleRoutes.signIn, DELETE: consoleRoutes.signOut }),
-    route(when((p) => p.startsWith(CONSOLE_ASSETS_PREFIX)), { GET: consoleRoutes.asset }, undefined, { template: `${CONSOLE_ASSETS_PREFIX}*` }),
-    route(when((p) => p === "/console" || p.startsWith("/console/")), { GET: consoleRoutes.page }, undefined, { template: "/console/*" }),
-    route(when((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length)), { GET: (req, url) => serveSignedMedia(app, req, url) }, undefined, { template: `${SIGNED_MEDIA_PREFIX}{token}` }),
+    route(when((p) => p === CONSOLE_SESSION_PATH), { GET: consoleRoutes.session, POST: consoleRoutes.signIn, DELETE: consoleRoutes.signOut }, undefined, { label: CONSOLE_SESSION_PATH }),
+    route(when((p) => p.startsWith(CONSOLE_ASSETS_PREFIX)), { GET: consoleRoutes.asset }, undefined, { label: `${CONSOLE_ASSETS_PREFIX}{file}` }),
+    route(when((p) => p === "/console" || p.startsWith("/console/")), { GET: consoleRoutes.page }, undefined, { label: "/console" }),
+    route(when((p) => p.startsWith(SIGNED_MEDIA_PREFIX) && !p.includes("/", SIGNED_MEDIA_PREFIX.length)), { GET: (req, url) => serveSignedMedia(app, req, url) }, undefined, {
+      label: `${SIGNED_MEDIA_PREFIX}{signed}`,
+    }),
   ];
   if (app.network.webhook && app.network.name !== "loopback") {
     const prefix = `/webhooks/${app.network.name}`;
-    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: serveNetworkWebhook }, undefined, { template: `${prefix}/*` }));
+    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: serveNetworkWebhook }, undefined, { label: prefix }));
   }
   // The REST routes (src/api/rest.ts), one row per path, in the router's order.
-  const restRows = new Map<string, { pattern: RegExp; route: string; methods: Route["methods"] }>();
+  const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"]; label: string }>();
   for (const operation of operations) {
-    const row = restRows.get(operation.pattern.source) ?? { pattern: operation.pattern, route: operation.route, methods: {} };
+    const row = restRows.get(operation.pattern.source) ?? { pattern: operation.pattern, methods: {}, label: operation.route };
     row.methods[operation.method] = restHandler(operation);
     restRows.set(operation.pattern.source, row);
   }
-  for (const { pattern, route: template, methods } of restRows.values()) {
+  for (const { pattern, methods, label } of restRows.values()) {
     routes.push(
       route((p) => {
         const matched = pattern.exec(p);
         return matched ? (matched.groups ?? NO_PARAMS) : null;
-      }, methods, "key", { template }),
+      }, methods, "key", { label }),
     );
   }
 
@@ -238,16 +287,13 @@ export function createHttpHandler(app: App): HttpHandler {
     else app.log.error("request failed", { requestId, error: errorText(cause), stack: (cause as Error | undefined)?.stack });
   }
 
-  async function serve(req: Request, url: URL, ctx: Context): Promise<Response> {
+  async function serve(req: Request, url: URL, ctx: Context, matched: ReturnType<typeof matchRoute>): Promise<Response> {
     if (headBytes(req) > MAX_HEAD_BYTES) {
       return errorResponse({ code: "REQUEST_HEADER_FIELDS_TOO_LARGE", message: `headers: request line and headers larger than ${MAX_HEAD_BYTES} bytes` });
     }
     const path = url.pathname;
-    const matched = matchRoute(path);
-    if (!matched) return errorResponse({ code: "NOT_FOUND", message: `no route ${req.method} ${path}` });
+    if (!matched) return noRoute(req.method, path);
     const { row, params } = matched;
-    const template = row.template ?? path;
-    annotateSpan({ "http.route": template }, `${req.method} ${template}`);
     const handler = row.methods[req.method] ?? (req.method === "HEAD" ? row.methods.GET : undefined);
     if (!handler) {
       return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${path}; use ${row.allow}` }, { Allow: row.allow });
@@ -276,11 +322,15 @@ export function createHttpHandler(app: App): HttpHandler {
       const url = new URL(req.url);
       const ip = clientAddress(peer, req.headers.get("x-forwarded-for"));
       const ctx: Context = { app, req, ip, peer, requestId, responseHeaders: {} };
-      // Named by its route once matched (serve); until then, and for a path no route serves, by its method only.
-      const res = await withRequestSpan(req.headers, `HTTP ${req.method}`, { "http.request.method": req.method }, async () => {
+      const matched = matchRoute(url.pathname);
+      const label = matched ? matched.row.label : UNMATCHED;
+      const route = typeof label === "string" ? label : label(url.pathname);
+      // The request's span is named by its route's template (as metrics label it), never by the raw path.
+      const spanName = matched ? `${req.method} ${route}` : `HTTP ${req.method}`;
+      const res = await withRequestSpan(req.headers, spanName, { "http.request.method": req.method, "http.route": matched ? route : undefined }, async () => {
         let res: Response;
         try {
-          res = await serve(req, url, ctx);
+          res = await serve(req, url, ctx, matched);
         } catch (err) {
           // A client that hung up is not an error: nobody gets this answer (499, as nginx logs it).
           if (req.signal.aborted) res = new Response(null, { status: 499 });
@@ -296,12 +346,14 @@ export function createHttpHandler(app: App): HttpHandler {
       const status = res.status;
       for (const [name, value] of Object.entries(ctx.responseHeaders)) if (!res.headers.has(name)) res.headers.set(name, value);
       res.headers.set("X-Request-Id", requestId);
+      const ms = performance.now() - started;
+      metrics?.request(req.method, route, status, ms / 1000);
       app.log.info(status === 499 ? "client closed the request" : "request", {
         requestId,
         method: req.method,
         path: url.pathname,
         status,
-        ms: Math.round((performance.now() - started) * 10) / 10,
+        ms: Math.round(ms * 10) / 10,
       });
       return res;
     },

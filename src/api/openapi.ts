@@ -342,26 +342,41 @@ const HEALTH_STATUS = {
   required: ["status"],
   properties: {
     status: { type: "string", enum: ["ok", "unavailable"] },
-    reason: { type: "string", enum: ["database"], description: "What is unavailable." },
+    reason: { type: "string", enum: ["database", "shutting down"], description: "What is unavailable: the database, or the process (readiness only)." },
   },
 };
 
-const healthOperation = (method: "get" | "head") => {
+/** The three probes (docs/operations.md#liveness-and-readiness): what each checks, and its 503s. */
+const PROBES = {
+  health: { summary: "Is the service up", description: "200 when the database takes a write within 2 s, else 503; never waits longer than 2 s.", unavailable: ["database"] },
+  live: { summary: "Does the process answer (liveness)", description: "200 whenever the process answers; it reads nothing.", unavailable: [] },
+  ready: {
+    summary: "Should traffic come here (readiness)",
+    description: "200 when the database takes a write within 2 s; 503 when it does not, and from the moment a shutdown begins (the drain, SHUTDOWN_DRAIN_MS).",
+    unavailable: ["database", "shutting down"],
+  },
+} as const;
+
+const healthOperation = (probe: keyof typeof PROBES, method: "get" | "head") => {
+  const { summary, description, unavailable } = PROBES[probe];
   const body = method === "get";
   const content = (example: Json) => (body ? { content: { "application/json": { schema: ref("schemas", "Health"), example } } } : {});
   return {
-    operationId: method === "get" ? "health" : "health-head",
+    operationId: `${probe}${method === "get" ? "" : "-head"}`,
     tags: ["health"],
-    summary: method === "get" ? "Is the service up" : "Is the service up (headers only)",
-    description: "No API key. 200 when the database takes a write within 2 s, else 503; never waits longer than 2 s.",
+    summary: method === "get" ? summary : `${summary} (headers only)`,
+    description: `No API key. ${description}`,
     security: [],
     responses: {
       "200": { description: "Up.", headers: REQUEST_ID, ...content({ status: "ok" }) },
       "405": documentedError(405, "Only GET and HEAD.", false),
-      "503": { description: "The database does not take a write.", headers: REQUEST_ID, ...content({ status: "unavailable", reason: "database" }) },
+      ...(unavailable.length
+        ? { "503": { description: `Unavailable: ${unavailable.join(", or ")}.`, headers: REQUEST_ID, ...content({ status: "unavailable", reason: unavailable[0] }) } }
+        : {}),
     },
   };
 };
+const healthPath = (probe: keyof typeof PROBES) => ({ get: healthOperation(probe, "get"), head: healthOperation(probe, "head") });
 
 const TAGS = [
   { name: "messages", description: "Send, read history, poll, generate." },
@@ -370,7 +385,7 @@ const TAGS = [
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
   { name: "webhook-endpoints", description: "Outbound webhooks: where Textwire POSTs its events, signed (docs/webhooks.md)." },
   { name: "events", description: "What happened, oldest first: the events webhook endpoints get, to read with a cursor." },
-  { name: "health", description: "Liveness for load balancers and orchestrators." },
+  { name: "health", description: "Health, liveness and readiness for load balancers and orchestrators." },
 ];
 
 /** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
@@ -401,7 +416,7 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
       if (!param.description && typeof schema?.description === "string") param.description = schema.description;
     }
   }
-  Object.assign(paths, MEDIA_PATHS, { "/health": { get: healthOperation("get"), head: healthOperation("head") } }, NETWORK_WEBHOOKS[network] ?? {});
+  Object.assign(paths, MEDIA_PATHS, { "/health": healthPath("health"), "/health/live": healthPath("live"), "/health/ready": healthPath("ready") }, NETWORK_WEBHOOKS[network] ?? {});
   const components = (doc.components ?? {}) as Json;
   const schemas = Object.fromEntries(Object.entries((components.schemas ?? {}) as Json).filter(([name]) => !name.startsWith("error.")));
   components.schemas = { ...schemas, ...ERROR_SCHEMAS, Health: HEALTH_STATUS };

@@ -27,9 +27,9 @@ export interface RestRequest {
 /** One REST operation of the router, resolved once at start. */
 export interface RestOperation {
   method: string;
-  pattern: RegExp;
-  /** The path as a template, e.g. `/api/messages/{phone}`. */
+  /** The OpenAPI path, parameters as `{name}` (`/api/messages/{phone}`): the route metrics name it by. */
   route: string;
+  pattern: RegExp;
   /** Whether it reads a JSON body: a POST or PATCH whose input has fields besides the path's. */
   takesBody: boolean;
   /** The status of a success: 200, or 201 for a creation. */
@@ -86,8 +86,8 @@ function operation(path: string, procedure: AnyProcedure, method: string, route:
 
   return {
     method,
-    pattern,
     route,
+    pattern,
     takesBody,
     status,
     call({ ctx, params, body, query, signal }) {

@@ -41,6 +41,8 @@ const t = initTRPC
   });
 
 export const router = t.router;
+/** Calls the router's procedures in this process with a request's context (the MCP tools, src/api/mcp.ts). */
+export const createCallerFactory = t.createCallerFactory;
 
 /**
  * Checks that the HTTP edge authenticated the request (src/api/http.ts, before the body is

@@ -141,6 +141,8 @@ export interface MessageRepository {
   cancelScheduled(id: string): Promise<MessageRow | undefined>;
   /** Messages `scheduled`, soonest `sendAt` first, and how many in all, from one snapshot. */
   scheduled(limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+  /** How many messages are `scheduled`, and how long the longest-due of them is overdue (metrics). */
+  scheduledQueue(): Promise<QueueSize>;
   /** Keeps a delivery report; its `receivedAt` is now. */
   recordStatusReport(report: NewStatusReport): Promise<void>;
   /** The newest stored timestamp (µs), 0 when there are no messages. */
@@ -167,6 +169,18 @@ export interface MessageRepository {
   /** Our `limit` newest messages to `phone` that went out, newest first. */
   recentOutbound(phone: string, limit: number): Promise<MessageRow[]>;
 }
+
+/** A queue's size as metrics show it: its items, and how far behind its most overdue item is (ms by the database's clock, 0 when none is due). */
+export interface QueueSize {
+  pending: number;
+  overdueMs: number;
+}
+
+/** A queue's row read as a QueueSize. */
+export const queueSize = (r: { pending: number; overdueMs: number | null } | undefined): QueueSize => ({
+  pending: Number(r?.pending ?? 0),
+  overdueMs: Math.max(0, Number(r?.overdueMs ?? 0)),
+});
 
 /** The row a new message is stored as. */
 export function newRow(message: NewMessage, timestamp: number): MessageRow {
@@ -272,6 +286,11 @@ const recentOutbound = sql<MessageRow>(
   "messages.recentOutbound",
   `SELECT ${ROW} FROM messages WHERE phone = $phone AND direction = 'outbound' AND ${WENT_OUT} ORDER BY timestamp DESC LIMIT $limit`,
 );
+// messages_scheduled_idx holds exactly these rows.
+const scheduledQueue = sql<{ pending: number; overdueMs: number | null }>(
+  "messages.scheduledQueue",
+  `SELECT count(*) AS pending, {now_ms} - min(send_at) AS "overdueMs" FROM messages WHERE status = 'scheduled'`,
+);
 export const newest = sql<{ ts: number }>("messages.newestTimestamp", `SELECT coalesce(max(timestamp), 0) AS ts FROM messages`);
 
 /** The methods both dialects run alike; the rest (the clock and insert, claims, snapshots) each dialect runs its way. */
@@ -288,6 +307,7 @@ export const messages = declare<MessageRepository>()({
   media: get(mediaById, (id) => ({ id })),
   cancelScheduled: get(cancel, (id) => ({ id })),
   recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),
+  scheduledQueue: get(scheduledQueue, () => ({}), queueSize),
   newestTimestamp: get(newest, () => ({}), (r) => Number(r?.ts ?? 0)),
   markChecked: run(markChecked, (ids) => ({ ids })),
   react: run(react, (messageId, direction, phone, reaction) => ({ messageId, direction, phone, reaction }), changed),

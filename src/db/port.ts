@@ -96,6 +96,9 @@ export interface Storage extends Repositories {
    */
   takesWrite(): Promise<boolean>;
 
+  /** PostgreSQL: the pool's connections now, open, idle and requests waiting for one (metrics); absent on SQLite, which has one. */
+  connections?(): { total: number; idle: number; waiting: number };
+
   /** Closes the connection(s); the storage is not used afterwards. */
   close(): Promise<void>;
 }

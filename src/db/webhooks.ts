@@ -1,7 +1,7 @@
 import type { EventType } from "../vocabulary/events";
 import type { MessageStatus } from "../vocabulary/message-status";
 import type { DeliveryState, EndpointDisabledReason } from "../vocabulary/webhooks";
-import type { RecordRow } from "./messages";
+import { queueSize, type QueueSize, type RecordRow } from "./messages";
 import { all, changed, choose, count, declare, get, page, run, sql } from "./sql";
 import type { WorkflowRunRow } from "./workflows";
 
@@ -158,6 +158,8 @@ export interface WebhookRepository {
   replay(endpointId: string, since: number): Promise<number>;
   /** One delivery of that endpoint pending, due now, a new series; undefined when there is none. */
   retryNow(endpointId: string, deliveryId: string): Promise<DeliveryRow | undefined>;
+  /** How many deliveries are pending, and how long the longest-due one of an enabled endpoint is overdue (metrics). */
+  deliveryQueue(): Promise<QueueSize>;
 }
 
 /** What an event `ev` reports, joined to it: its message `m` or its run `r`. */
@@ -286,6 +288,13 @@ const replay = sql("webhooks.replay", `INSERT INTO webhook_deliveries (id, endpo
    WHERE e.id = $endpointId
    ON CONFLICT (endpoint_id, event_id) DO UPDATE SET ${NEW_SERIES}`);
 
+// A disabled endpoint's deliveries wait for it to be enabled again: pending, but not behind.
+const deliveryQueue = sql<{ pending: number; overdueMs: number | null }>(
+  "webhooks.deliveryQueue",
+  `SELECT count(*) AS pending, {now_ms} - min(CASE WHEN e.enabled THEN d.next_attempt_at END) AS "overdueMs"
+   FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.state = 'pending'`,
+);
+
 const endpoint = (row: Stored | undefined) => (row ? toEndpointRow(row) : undefined);
 
 /** The methods both dialects run alike; claims and retries are in each dialect's repositories.ts. */
@@ -317,4 +326,5 @@ export const webhooks = declare<WebhookRepository>()({
   markFailing: get(markFailing, (id, disableAfterMs) => ({ id, disableAfterMs }), (row) => Boolean(row?.disabled)),
   disableEndpoint: run(disableEndpoint, (id, reason) => ({ id, reason })),
   replay: run(replay, (endpointId, since) => ({ endpointId, since }), count),
+  deliveryQueue: get(deliveryQueue, () => ({}), queueSize),
 });

@@ -1,5 +1,6 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { Config } from "../config";
+import type { Recorder } from "../observability/recorder";
 import type { Generator } from "./generator";
 import { tracedFetch } from "../observability/trace";
 
@@ -37,7 +38,7 @@ export async function loadChatModel(config: GeneratorConfig): Promise<BaseChatMo
  * installed provider). LangChain is loaded on the first generation, so a service
  * without a generator, or one that never generates, does not carry it in memory.
  */
-export function createConfiguredGenerator(config: GeneratorConfig): Generator | null {
+export function createConfiguredGenerator(config: GeneratorConfig, metrics?: Pick<Recorder, "generation">): Generator | null {
   if (!config.OPENAI_API_KEY) return null;
   const { model } = generatorModel(config);
   let loading: Promise<Generator> | undefined;
@@ -53,7 +54,16 @@ export function createConfiguredGenerator(config: GeneratorConfig): Generator | 
         loading = undefined;
         throw err;
       });
-      return (await loading).generate(request, signal);
+      const started = performance.now();
+      const took = () => (performance.now() - started) / 1000;
+      try {
+        const text = await (await loading).generate(request, signal);
+        metrics?.generation("ok", took());
+        return text;
+      } catch (err) {
+        metrics?.generation("error", took());
+        throw err;
+      }
     },
   };
 }

@@ -3,6 +3,7 @@ import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import { webhookEvents, type DriverState, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
+import type { Recorder } from "../observability/recorder";
 import type { OptOutType } from "../vocabulary/messages";
 import { applyInboundEdit } from "./edits";
 import { isE164 } from "./phone";
@@ -14,6 +15,9 @@ import { currentRecord, targetOf } from "./network-actions";
 import { conversationMessage, recordInbound } from "./service";
 import { cleanInboundText } from "./text";
 import { applyTyping } from "./typing";
+
+/** Counts messages stored and status moves (absent: not counted). */
+type MessageMetrics = Pick<Recorder, "message">;
 
 export interface AppliedEvents {
   /** Inbound messages stored now. */
@@ -62,7 +66,7 @@ async function storeInbound(
  * are (applyNetworkEvents), answered with the message it touched or the typing state.
  */
 export async function receiveLoopback(
-  deps: { storage: Storage; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number } },
+  deps: { storage: Storage; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
   input: LoopbackInput,
 ) {
   const { storage } = deps;
@@ -103,13 +107,13 @@ async function contactMessage(storage: Storage, phone: string, networkId: string
 
 /** A message forged on the loopback webhook. */
 async function receiveLoopbackMessage(
-  deps: { storage: Storage; log: Logger; media?: MediaDeps },
+  deps: { storage: Storage; log: Logger; media?: MediaDeps; metrics?: MessageMetrics },
   input: { phone: string; message: string; id?: string; media?: readonly { url: string }[]; reply_to?: string },
 ) {
   const reacted = input.message && !input.media ? await applyReactionText(deps.storage, input.phone, input.message) : undefined;
   if (reacted) return inboundAnswer((await toRecords(deps.storage.messages, [reacted]))[0]!);
   const replyTo = input.reply_to === undefined ? undefined : (await conversationMessage(deps.storage.messages, input.phone, input.reply_to, "reply_to")).id;
-  const { record } = await storeInbound(
+  const { record, duplicate } = await storeInbound(
     deps.storage,
     "loopback",
     {
@@ -122,6 +126,7 @@ async function receiveLoopbackMessage(
     deps.log,
     deps.media,
   );
+  if (!duplicate) deps.metrics?.message("inbound", "loopback", "received");
   return inboundAnswer(record);
 }
 
@@ -139,7 +144,7 @@ export async function applyNetworkEvents(
   network: string,
   events: WebhookEvents,
   log: Logger,
-  opts: { maxMessageLength: number; media?: MediaDeps },
+  opts: { maxMessageLength: number; media?: MediaDeps; metrics?: MessageMetrics },
 ): Promise<AppliedEvents> {
   const { messages } = storage;
   const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0, changed: 0 };
@@ -175,7 +180,10 @@ export async function applyNetworkEvents(
       opts.media,
     );
     if (duplicate) result.duplicates++;
-    else result.stored++;
+    else {
+      result.stored++;
+      opts.metrics?.message("inbound", network, "received");
+    }
   }
   for (const report of events.statuses) {
     const message =
@@ -197,8 +205,10 @@ export async function applyNetworkEvents(
       applied,
       error: report.error ?? null,
     });
-    if (applied) result.applied++;
-    else result.ignored++;
+    if (applied) {
+      result.applied++;
+      opts.metrics?.message("outbound", network, report.status);
+    } else result.ignored++;
   }
   const changes = [
     ...events.reactions.map((r) => () => applyInboundReaction(storage, network, r, log)),
@@ -240,6 +250,7 @@ export async function catchUpNetwork(deps: {
   log: Logger;
   config: { MAX_MESSAGE_LENGTH: number };
   media?: MediaDeps;
+  metrics?: MessageMetrics;
 }): Promise<AppliedEvents | null> {
   if (!deps.network.catchUp) return null;
   const cursor = networkCursor(deps.storage, deps.network.name);
@@ -247,6 +258,7 @@ export async function catchUpNetwork(deps: {
   const applied = await applyNetworkEvents(deps.storage, deps.network.name, events, deps.log, {
     maxMessageLength: deps.config.MAX_MESSAGE_LENGTH,
     ...(deps.media ? { media: deps.media } : {}),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   if (events.cursor) await cursor.set(events.cursor);
   return applied;
@@ -262,7 +274,7 @@ const RECONCILE_WINDOW_MS = 24 * 60 * 60 * 1000;
  * (a bounded batch, oldest check first) and applies what it says as any report is.
  */
 export async function reconcileNetwork(
-  deps: { storage: Storage; network: NetworkDriver; log: Logger; config: { MAX_MESSAGE_LENGTH: number } },
+  deps: { storage: Storage; network: NetworkDriver; log: Logger; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
   afterMs: number,
 ): Promise<AppliedEvents | null> {
   if (!deps.network.reconcile) return null;
@@ -274,5 +286,5 @@ export async function reconcileNetwork(
   const current = new Map(pending.map((p) => [p.id, p.status]));
   // A report that only repeats the status the message has is not news.
   const statuses = reports.filter((r) => !r.messageId || current.get(r.messageId) !== r.status);
-  return applyNetworkEvents(deps.storage, deps.network.name, webhookEvents([], statuses), deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+  return applyNetworkEvents(deps.storage, deps.network.name, webhookEvents([], statuses), deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH, metrics: deps.metrics });
 }

@@ -55,6 +55,7 @@ export function startScheduledSender(deps: MessagingDeps): ScheduledSender {
   const { storage, log } = deps;
 
   const send = async (row: MessageRow) => {
+    deps.metrics?.message("outbound", row.network, "queued");
     const mlog = log.child({ messageId: row.id });
     let contact = { optedOut: false, ourTyping: false };
     const checked = await keepTrying("checking a scheduled message's contact", async () => {
@@ -64,6 +65,7 @@ export function startScheduledSender(deps: MessagingDeps): ScheduledSender {
     if (!checked) return;
     if (contact.optedOut) {
       await writeOrRetry("failing a scheduled message", () => storage.messages.setStatus(row.id, "failed", { error: OPTED_OUT_AT_SEND_TIME }), mlog);
+      deps.metrics?.message("outbound", row.network, "failed");
       mlog.info("scheduled message not sent: the contact opted out");
       return;
     }

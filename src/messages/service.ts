@@ -6,6 +6,7 @@ import { RecipientOptedOut, SendOutcomeUnknown } from "../network/driver";
 import type { OptOutType } from "../vocabulary/messages";
 import type { Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
+import type { Recorder } from "../observability/recorder";
 import { optedOutError, optOutAction } from "./opt-out";
 import { generatedAnswer, pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
@@ -18,6 +19,8 @@ export interface MessagingDeps {
   log: Logger;
   /** Needed only to send or take media. */
   media?: MediaDeps;
+  /** Counts messages by the status they reach (absent: not counted). */
+  metrics?: Pick<Recorder, "message">;
 }
 
 function mediaDeps(deps: { media?: MediaDeps }): MediaDeps {
@@ -122,6 +125,7 @@ async function send(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1
     await discardMedia(mediaDeps(deps), kept, deps.log).catch(() => undefined);
     throw err;
   }
+  deps.metrics?.message("outbound", row.network, row.status);
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
   return sendStored(deps, row, ourTyping, { media: kept, replied });
 }
@@ -171,6 +175,7 @@ export async function sendStored(
     }
     const reason = errorText(err);
     await recordStatus(deps, row.id, () => storage.messages.setStatus(row.id, "failed", { error: reason }));
+    deps.metrics?.message("outbound", row.network, "failed");
     if (err instanceof RecipientOptedOut) {
       // The network keeps its own opt-out list (Twilio's 21610): the contact is opted out here too.
       await writeOrRetry("recording an opt-out", () => storage.contacts.setOptedOut(row.phone, true), deps.log.child({ messageId: row.id }));
@@ -185,6 +190,7 @@ export async function sendStored(
   const recorded = await recordStatus(deps, row.id, async () => {
     moved = await storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null });
   });
+  if (moved) deps.metrics?.message("outbound", row.network, result.status);
   // Moved: the record is the stored row with the network's status, no need to read it back.
   // Not moved: a status report got there first; answer what it wrote.
   const settled = recorded && !moved ? await storage.messages.get(row.id) : undefined;

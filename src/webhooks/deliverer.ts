@@ -3,6 +3,7 @@ import type { Config } from "../config";
 import type { AttemptOutcome, ClaimedDelivery, Storage } from "../db/port";
 import { toEvents } from "../events/types";
 import { errorText, type Logger } from "../log";
+import type { Recorder } from "../observability/recorder";
 import { attemptDelivery, type AttemptResult } from "./attempt";
 
 /** Attempts in flight in one process at most. */
@@ -33,6 +34,8 @@ export interface DelivererDeps {
   log: Logger;
   /** This process, as owner of the leases it takes. */
   owner: string;
+  /** Counts attempts by their outcome (absent: not counted). */
+  metrics?: Pick<Recorder, "webhookAttempt">;
 }
 
 /**
@@ -54,7 +57,7 @@ export function outcomeOf(result: AttemptResult, attemptsBefore: number, schedul
  * caps, and records each outcome. Claims again at once while work is due, else waits up to
  * IDLE_MS. Errors are logged, never thrown: a failed claim is retried later.
  */
-export function startDeliverer({ storage, config, log, owner }: DelivererDeps): Deliverer {
+export function startDeliverer({ storage, config, log, owner, metrics }: DelivererDeps): Deliverer {
   const perEndpoint = new Map<string, number>();
 
   const saturated = () => [...perEndpoint].filter(([, n]) => n > PER_ENDPOINT - PER_CLAIM).map(([id]) => id);
@@ -77,6 +80,7 @@ export function startDeliverer({ storage, config, log, owner }: DelivererDeps): 
     const { id: eventId, ...payload } = record!;
     const result = await attemptDelivery(endpoint, eventId, JSON.stringify(payload), { allowPrivate: config.ALLOW_PRIVATE_URLS });
     const outcome = outcomeOf(result, delivery.attempts, config.WEBHOOK_RETRY_SCHEDULE);
+    metrics?.webhookAttempt(outcome.state);
     const fields = { endpoint: endpoint.id, event: eventId, delivery: delivery.id, attempt: delivery.attempts + 1 };
     const dlog = log.child(fields);
     if (outcome.state === "pending") {

@@ -4,21 +4,23 @@ import type { Config } from "../config";
 import { AppError, type ErrorCode, type ErrorDetails } from "../errors";
 import { isoTime } from "../messages/time";
 import { MESSAGE_STATUSES, type MessageStatus } from "../vocabulary/message-status";
+import { remoteCall } from "../remote-call";
 import { sentRecord, type MessagingBackend } from "./backend";
 
-// The one server module that imports src/client.ts: the client's types come from the router, which must not reach it back.
+// With src/mcp/stdio.ts, the only modules that import src/client.ts: the client's types come from the router, which must not reach it back.
 
 /** The backend of TEXTWIRE_URL (a worker's, or the CLI's workflow commands'); undefined without it. */
 export function configuredRemoteBackend(config: Pick<Config, "TEXTWIRE_URL" | "TEXTWIRE_API_KEY">): MessagingBackend | undefined {
   const { TEXTWIRE_URL: url, TEXTWIRE_API_KEY: apiKey } = config;
-  return url && apiKey ? createRemoteBackend(createClient({ url, apiKey })) : undefined;
+  return url && apiKey ? createRemoteBackend(createClient({ url, apiKey }), url) : undefined;
 }
 
 /**
  * The backend of a worker that runs apart from the API, against a Textwire server
  * elsewhere, through the typed tRPC client. Workflow bookkeeping stays in the local database.
  */
-export function createRemoteBackend(client: TextwireClient): MessagingBackend {
+export function createRemoteBackend(client: TextwireClient, url?: string): MessagingBackend {
+  const asLocal = <T>(call: () => Promise<T>): Promise<T> => remoteCall(call, url);
   return {
     // The server answers 503 to generate when it has no generator; the run then fails clearly.
     hasGenerator: true,
@@ -62,16 +64,6 @@ export function createRemoteBackend(client: TextwireClient): MessagingBackend {
       }
     },
   };
-}
-
-/** The server's refusal (404, 409, 422…) thrown as the local backend throws it: an AppError with the same code and message. */
-async function asLocal<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    const code = err instanceof TRPCClientError ? (err.data as { code?: ErrorCode } | undefined)?.code : undefined;
-    throw code ? new AppError(code, (err as Error).message) : err;
-  }
 }
 
 const isStatus = (s: unknown): s is MessageStatus => typeof s === "string" && (MESSAGE_STATUSES as readonly string[]).includes(s);

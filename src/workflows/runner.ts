@@ -5,6 +5,7 @@ import type { MessagingBackend } from "./backend";
 import { createWorkflowContext, type RunTrack } from "./context";
 import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
 import type { Storage } from "../db/port";
+import type { Recorder } from "../observability/recorder";
 import type { RunStatus } from "../vocabulary/workflows";
 import { ensureWorkflow, finishRun, INTERRUPTED_RUN } from "./store";
 import { annotateSpan, withSpan } from "../observability/trace";
@@ -21,6 +22,8 @@ export interface RunnerDeps {
   leaseMs?: number;
   /** Where a new workflow's cursor starts when the messages are elsewhere (remote mode). */
   startCursor?: () => number;
+  /** Counts runs and their durations (absent: not counted). */
+  metrics?: Pick<Recorder, "workflowRun">;
 }
 
 export interface RunResult {
@@ -66,6 +69,7 @@ async function runOnce(deps: RunnerDeps, wf: Workflow, opts: Parameters<typeof r
   const log = deps.log.child({ workflow: wf.name, runId });
   // Before any timer or listener: if the database refuses it, the tick fails and nothing is left running.
   await workflows.startRun({ id: runId, workflow: wf.name, trigger: opts.trigger, dryRun });
+  const started = performance.now();
   const abort = new AbortController();
   const timeoutMs = wf.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const timer = setTimeout(() => abort.abort(`timed out after ${timeoutMs} ms`), timeoutMs);
@@ -111,6 +115,7 @@ async function runOnce(deps: RunnerDeps, wf: Workflow, opts: Parameters<typeof r
   }
 
   const handled = track.handled.size;
+  deps.metrics?.workflowRun(wf.name, status, (performance.now() - started) / 1000);
   // The lease stays renewed while the run's end waits for a busy database; past a lease's length,
   // the next run ends this one as interrupted and sees its messages again.
   const finish = { id: runId, workflow: wf.name, dryRun, status, error, handled, cursor: track.cursor };

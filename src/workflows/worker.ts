@@ -18,6 +18,7 @@ export function runnerDeps(app: App, log: Logger, remote?: MessagingBackend): Ru
     log,
     maxMessageLength: app.config.MAX_MESSAGE_LENGTH,
     owner: `${process.pid}:${Bun.randomUUIDv7()}`,
+    metrics: app.metrics,
   };
 }
 

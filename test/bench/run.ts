@@ -314,6 +314,8 @@ async function startServer(kind: Kind, database: BenchDatabase, logLevel: "warn"
     RATE_LIMIT_PER_MINUTE: "0",
     WORKFLOWS_DIR: "off",
     LOG_LEVEL: logLevel,
+    // Stopping a server between parts need not wait for a load balancer.
+    SHUTDOWN_DRAIN_MS: process.env.SHUTDOWN_DRAIN_MS ?? "0",
     ...extraEnv,
   };
   const started = performance.now();

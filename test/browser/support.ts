@@ -182,6 +182,8 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     ALLOW_PRIVATE_URLS: "true",
     RATE_LIMIT_PER_MINUTE: "0",
     LOG_LEVEL: "info",
+    // No drain on SIGTERM: every test stops its server.
+    SHUTDOWN_DRAIN_MS: "0",
     ...opts.env,
   };
   const child = spawn("bun", ["--max-http-header-size=65536", "src/main.ts"], { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });

@@ -376,6 +376,8 @@ export async function spawnServer(opts: StartOptions = {}): Promise<Spawned & { 
     MEDIA_STORE: join(db.dir, "media"),
     RATE_LIMIT_PER_MINUTE: "0",
     LOG_LEVEL: "info",
+    // No drain on SIGTERM unless a test is about it: every test stops its servers.
+    SHUTDOWN_DRAIN_MS: "0",
     ...opts.env,
   });
   // Object.assign keeps the stdout/stderr getters alive (a spread would freeze them).

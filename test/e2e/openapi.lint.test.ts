@@ -239,6 +239,9 @@ describe("NETWORK=loopback", () => {
     await check("/health", "get", server.fetch("/health", {}, null));
     await check("/health", "head", server.fetch("/health", { method: "HEAD" }, null));
     await check("/health", "get", server.fetch("/health", { method: "POST" }, null)); // 405
+    await check("/health/live", "get", server.fetch("/health/live", {}, null));
+    await check("/health/ready", "get", server.fetch("/health/ready", {}, null));
+    await check("/health/ready", "head", server.fetch("/health/ready", { method: "HEAD" }, null));
   });
 
   test("429 answers are documented, with Retry-After and the RateLimit headers", async () => {

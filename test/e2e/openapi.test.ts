@@ -204,6 +204,17 @@ describe("GET /openapi.json", () => {
     expect(example("503")).toEqual({ status: "unavailable", reason: "database" });
   });
 
+  test("documents /health/live (never 503) and /health/ready (503 when the database takes no write or a shutdown began) without a key", () => {
+    for (const method of ["get", "head"]) {
+      expect(op("/health/live", method).security).toEqual([]);
+      expect(Object.keys(op("/health/live", method).responses as Json)).not.toContain("503");
+      expect(op("/health/ready", method).security).toEqual([]);
+      expect(Object.keys(op("/health/ready", method).responses as Json)).toContain("503");
+    }
+    const health = resolve({ $ref: "#/components/schemas/Health" });
+    expect(((health.properties as Json).reason as Json).enum).toEqual(["database", "shutting down"]);
+  });
+
   test("POST /api/webhook-endpoints answers 201 with the secret; every route taking an endpoint id documents 404", () => {
     const responses = op("/api/webhook-endpoints", "post").responses as Json;
     expect(Object.keys(responses)).toContain("201");

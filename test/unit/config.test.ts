@@ -16,6 +16,7 @@ const DEFAULTS: Config = {
   RATE_LIMIT_PER_MINUTE: 600,
   RATE_LIMIT_BURST: 60,
   TRUSTED_PROXIES: [],
+  MCP_ALLOWED_ORIGINS: [],
   WORKFLOWS_DIR: "./workflows",
   LOG_LEVEL: "info",
   WORKFLOW_RUNS_RETENTION_DAYS: 30,
@@ -30,6 +31,7 @@ const DEFAULTS: Config = {
   WEBHOOK_RETRY_SCHEDULE: [5, 300, 1800, 7200, 18000, 36000, 36000],
   ALLOW_PRIVATE_URLS: false,
   MEDIA_STORE: "./data/media",
+  SHUTDOWN_DRAIN_MS: 2000,
 };
 
 describe("TRUSTED_PROXIES", () => {
@@ -41,6 +43,20 @@ describe("TRUSTED_PROXIES", () => {
     const { message } = configError({ TRUSTED_PROXIES: value });
     expect(message).toStartWith("invalid environment variable TRUSTED_PROXIES: each entry must be an IPv4 or IPv6 address or CIDR");
     expect(message).not.toContain("\n");
+  });
+});
+
+describe("MCP_ALLOWED_ORIGINS", () => {
+  test("comma-separated origins, kept as browsers send them (no path, no trailing slash)", () => {
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: " https://Agents.example.com/, http://localhost:5173" }).MCP_ALLOWED_ORIGINS).toEqual([
+      "https://agents.example.com",
+      "http://localhost:5173",
+    ]);
+  });
+
+  test.each(["agents.example.com", "ftp://agents.example.com", "https://a.example.com,,nope"])("%s stops the start with one line naming it", (value) => {
+    const { message } = configError({ MCP_ALLOWED_ORIGINS: value });
+    expect(message).toStartWith("invalid environment variable MCP_ALLOWED_ORIGINS: each entry must be an origin, e.g. https://app.example.com");
   });
 });
 

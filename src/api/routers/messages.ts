@@ -13,6 +13,7 @@ import {
   sendOutput,
 } from "../../messages/schemas";
 import { editOurMessage, unsendOurMessage } from "../../messages/edits";
+import { currentRecord } from "../../messages/network-actions";
 import { reactToMessage, removeOurReaction } from "../../messages/reactions";
 import { cancelScheduled, listScheduled } from "../../messages/scheduled";
 import { listHistory, pollInbound, sendAnswered } from "../../messages/service";
@@ -238,4 +239,10 @@ export const messagesRouter = (maxMessageLength: number) =>
         const lockMs = ctx.app.config.GENERATOR_TIMEOUT_MS + SEND_LOCK_MS;
         return idempotentMutation(ctx, "generate", input, lockMs, (claim) => generateReply(ctx.app, { ...request, autoSend: auto_send === true }, { signal, claim }));
       }),
+
+    // tRPC only (no REST route: GET /api/messages/{id} is a phone's history): the record a send answered with an id (the MCP tools, docs/mcp.md).
+    get: authedProcedure
+      .input(messageIdInput)
+      .output(documentedOnly(messageOutput))
+      .query(async ({ ctx, input }) => ({ success: true, message: await currentRecord(ctx.app.storage, input.id) })),
   });

@@ -49,6 +49,8 @@ export async function openPostgresStorage(url: string, poolSize: number): Promis
 
     takesWrite: () => postgresTakesWrite(pool),
 
+    connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+
     close: () => pool.end(),
   };
 }

@@ -1,0 +1,283 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
+import { z } from "zod";
+import pkg from "../../package.json";
+import { failureOf, type Failure } from "../api/errors";
+import { idempotencyKeyHeader } from "../api/idempotency";
+import type { AppRouter } from "../api/router";
+import { AppError, parseInput } from "../errors";
+import { generateInput, generateOutput } from "../generator/schemas";
+import { contactRecord } from "../messages/contacts";
+import { conversationsInput, conversationsOutput } from "../messages/conversations";
+import {
+  historyInput,
+  historyOutput,
+  mediaInput,
+  messageIdInput,
+  messageRecord,
+  messageTextSchema,
+  phoneSchema,
+  pollInput,
+  pollOutput,
+  reactionSchema,
+  sendAtSchema,
+  sendInput,
+  typeError,
+  type MessageRecord,
+} from "../messages/schemas";
+
+type Inputs = inferRouterInputs<AppRouter>;
+type Outputs = inferRouterOutputs<AppRouter>;
+
+/**
+ * The API procedures the tools call: in the server, the router's caller with the MCP
+ * request's context (src/api/mcp.ts); in `textwire mcp`, the typed client against
+ * TEXTWIRE_URL (./stdio.ts). Either way auth, limits, validation, idempotency and STOP are
+ * the REST routes' own. `idempotencyKey` is the `Idempotency-Key` header's value.
+ */
+export interface TextwireApi {
+  send(input: Inputs["messages"]["send"], idempotencyKey?: string): Promise<Outputs["messages"]["send"]>;
+  message(input: Inputs["messages"]["get"]): Promise<Outputs["messages"]["get"]>;
+  history(input: Inputs["messages"]["history"]): Promise<Outputs["messages"]["history"]>;
+  poll(input: Inputs["messages"]["poll"]): Promise<Outputs["messages"]["poll"]>;
+  conversations(input: Inputs["conversations"]["list"]): Promise<Outputs["conversations"]["list"]>;
+  generate(input: Inputs["messages"]["generate"]): Promise<Outputs["messages"]["generate"]>;
+  contact(input: Inputs["contacts"]["get"]): Promise<Outputs["contacts"]["get"]>;
+  react(input: Inputs["messages"]["react"]): Promise<Outputs["messages"]["react"]>;
+  cancel(input: Inputs["messages"]["cancel"]): Promise<Outputs["messages"]["cancel"]>;
+}
+
+/** How much of the conversation generate_reply gives the generator when no `context` is passed. */
+export const HISTORY_CONTEXT_MESSAGES = 20;
+
+interface ToolSpec<I extends z.ZodObject, O extends z.ZodObject> {
+  name: string;
+  title: string;
+  description: string;
+  input: I;
+  output: O;
+  annotations: ToolAnnotations;
+  /** The arguments as given (checked against `input`: the API parses them itself) → the result, through the API. */
+  run(api: TextwireApi, args: z.input<I>): Promise<z.output<O>>;
+}
+
+const tool = <I extends z.ZodObject, O extends z.ZodObject>(spec: ToolSpec<I, O>) => spec;
+
+/** A record as a tool's whole result: its fields in an object without its OpenAPI id, so the schema's root is an object, not a $ref. */
+const asResult = <S extends z.ZodObject>(record: S, description: string) => z.object(record.shape).meta({ description }) as unknown as S;
+const recordOutput = asResult(messageRecord, "The message record, as GET /api/messages/{phone} shows it.");
+
+/** The contact's recent messages as the generator's turns, oldest first; messages without text (media, unsent) are left out. */
+export function historyContext(messages: readonly MessageRecord[]): { role: "user" | "assistant"; content: string }[] {
+  return messages
+    .filter((m) => m.message.trim() !== "")
+    .reverse()
+    .map((m) => ({ role: m.direction === "inbound" ? "user" : "assistant", content: m.message }));
+}
+
+/** The eight tools (docs/mcp.md); `maxMessageLength` is MAX_MESSAGE_LENGTH, as the send schema takes it. */
+function mcpTools(maxMessageLength: number) {
+  const idField = messageIdInput.shape.id;
+  const list = [
+    tool({
+      name: "send_message",
+      title: "Send a text message",
+      description:
+        "Sends a text message to a phone number and returns its stored record (status queued, sent, delivered or failed; scheduled with send_at). " +
+        "Refused when the contact opted out by replying STOP, and on the API's rate limit. Pass an idempotency_key (any unique string, e.g. a UUID) " +
+        "so that a retry after a timeout or an error never texts the person twice: the same key with the same arguments returns the first message.",
+      input: z.object({
+        phone: phoneSchema.meta({ description: "The recipient, E.164: + and country code, no spaces.", example: "+14155550123" }),
+        message: messageTextSchema(maxMessageLength),
+        media_urls: z
+          .array(z.string(typeError("a string")), typeError("an array of URLs"))
+          .transform((urls) => urls.map((url) => ({ url })))
+          .pipe(mediaInput)
+          .optional()
+          .meta({ description: "Up to 10 https URLs of files (images, video, audio, PDF) sent with the text; Textwire fetches and keeps each one (at most 25 MiB)." }),
+        reply_to: sendInput(maxMessageLength).shape.reply_to,
+        send_at: sendAtSchema.optional().meta({
+          description: "Send later: an ISO 8601 date-time after now and at most 1 year ahead (without a zone it is UTC). The message is stored scheduled; cancel_scheduled takes it back until then.",
+          example: "2026-11-21T09:30:00Z",
+        }),
+        idempotency_key: idempotencyKeyHeader.shape["Idempotency-Key"].meta({
+          description: "1 to 255 printable ASCII characters you choose (a UUID is fine). The same key with the same arguments within 24 hours sends nothing new and returns the first message; with other arguments it is refused.",
+          example: "order-1234-confirmation",
+        }),
+      }),
+      output: recordOutput,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+      async run(api, { idempotency_key, media_urls, ...send }) {
+        const media = media_urls?.map((url) => ({ url }));
+        const sent = await api.send({ ...send, ...(media ? { media } : {}) }, idempotency_key);
+        return (await api.message({ id: sent.message_id })).message;
+      },
+    }),
+    tool({
+      name: "get_history",
+      title: "Read a conversation",
+      description:
+        "The messages exchanged with one phone number, newest first, a page at a time (limit, offset), and how many there are in all (total). " +
+        "Each record says its direction (inbound: from the contact; outbound: ours), status, reactions and read_at.",
+      input: z.object({ phone: phoneSchema, limit: historyInput.shape.limit, offset: historyInput.shape.offset }),
+      output: historyOutput.omit({ success: true }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      async run(api, args) {
+        const { success: _, ...page } = await api.history(args);
+        return page;
+      },
+    }),
+    tool({
+      name: "poll_inbound",
+      title: "New inbound messages",
+      description:
+        "Messages people sent to us, oldest first, after `since`. Pass the returned next_since as the next call's since to get each message exactly once; " +
+        "has_more says another page is waiting at once. Polling consumes nothing: any number of agents may poll the same messages.",
+      input: pollInput.extend({ phone: pollInput.shape.phone.meta({ description: "Only messages from this E.164 phone number.", example: "+14155550123" }) }),
+      output: z.object({
+        messages: pollOutput.shape.messages,
+        has_more: pollOutput.shape.has_more,
+        next_since: z
+          .string()
+          .nullable()
+          .meta({ description: "The since of the next call: the last message's timestamp, or the since given when none came (null when neither)." }),
+      }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      async run(api, args) {
+        const page = await api.poll(args);
+        return { messages: page.messages, has_more: page.has_more, next_since: page.messages.at(-1)?.timestamp ?? args.since ?? null };
+      },
+    }),
+    tool({
+      name: "list_conversations",
+      title: "List conversations",
+      description:
+        "One entry per phone number with any message, the most recently active first: its last message, its unread count (inbound messages not marked read) and whether it opted out. " +
+        "`query` keeps only phone numbers holding those digits.",
+      input: z.object({ query: conversationsInput.unwrap().shape.search, limit: conversationsInput.unwrap().shape.limit }),
+      output: conversationsOutput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      run: (api, { query, limit }) => api.conversations({ search: query, limit }),
+    }),
+    tool({
+      name: "generate_reply",
+      title: "Write a reply with the AI generator",
+      description:
+        "Writes a reply to a contact with the server's generator (as POST /api/generate): from `context`, or without it from the contact's last " +
+        `${HISTORY_CONTEXT_MESSAGES} messages. With auto_send true it is sent at once, exactly as send_message sends (refused for a contact that opted out); ` +
+        "without, nothing is sent and you may send the text yourself.",
+      input: generateInput.extend({
+        context: generateInput.shape.context.optional().meta({
+          description: `The conversation so far, oldest first: the contact's turns as user, ours as assistant. Default: the contact's last ${HISTORY_CONTEXT_MESSAGES} messages.`,
+        }),
+      }),
+      output: generateOutput.omit({ success: true }),
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+      async run(api, { context, ...request }) {
+        const turns = context ?? historyContext((await api.history({ phone: request.phone, limit: HISTORY_CONTEXT_MESSAGES })).messages);
+        if (turns.length === 0) throw new AppError("BAD_REQUEST", `context: is required: ${request.phone} has no text messages to answer yet`);
+        const { success: _, ...answer } = await api.generate({ ...request, context: turns });
+        return answer;
+      },
+    }),
+    tool({
+      name: "get_contact",
+      title: "A contact's state",
+      description:
+        "Whether the contact opted out (replied STOP; sends to it are refused until it replies START), how many of its messages are unread, and whether it is typing now.",
+      input: z.object({ phone: phoneSchema }),
+      output: asResult(contactRecord, "The contact."),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      run: async (api, args) => (await api.contact(args)).contact,
+    }),
+    tool({
+      name: "react",
+      title: "React to a message",
+      description:
+        "Puts our tapback (love, like, dislike, laugh, emphasize, question) on a message of a conversation, ours or the contact's, and sends it to the network; " +
+        "it replaces our previous reaction on that message. Returns the message record with its reactions.",
+      input: z.object({ message_id: idField.meta({ description: "The message's id (a record's id)." }), reaction: reactionSchema }),
+      output: recordOutput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+      run: async (api, { message_id, reaction }) => (await api.react({ id: message_id, reaction })).message,
+    }),
+    tool({
+      name: "cancel_scheduled",
+      title: "Cancel a scheduled message",
+      description: "Cancels a message sent with send_at that is still scheduled: it becomes canceled and is never sent. Refused once it has left scheduled.",
+      input: z.object({ message_id: idField.meta({ description: "The scheduled message's id (send_message's result id)." }) }),
+      output: recordOutput,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      run: async (api, { message_id }) => (await api.cancel({ id: message_id })).message,
+    }),
+  ];
+  // Each spec's own input and output types stay inside it; the server handles them alike.
+  return list as unknown as ToolSpec<z.ZodObject, z.ZodObject>[];
+}
+
+/** A zod-openapi `override` in a schema's meta (src/messages/schemas.ts wholeNumber) applies here too: limits are integers. */
+const metaOverride = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => {
+  const override = (z.globalRegistry.get(ctx.zodSchema as z.ZodType) as { override?: unknown } | undefined)?.override;
+  if (typeof override === "function") override(ctx);
+};
+
+/** JSON Schema draft 7, as the SDK writes its own (and clients validate with). */
+const jsonSchema = (schema: z.ZodType, io: "input" | "output") =>
+  z.toJSONSchema(schema, { io, target: "draft-7", override: metaOverride }) as Tool["inputSchema"];
+
+/** The tools, and what tools/list answers with, built once. */
+export interface ToolSet {
+  byName: Map<string, ToolSpec<z.ZodObject, z.ZodObject>>;
+  listed: Tool[];
+}
+
+export function createToolSet(maxMessageLength: number): ToolSet {
+  const tools = mcpTools(maxMessageLength);
+  return {
+    byName: new Map(tools.map((t) => [t.name, t])),
+    listed: tools.map((t) => ({
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: jsonSchema(t.input, "input"),
+      outputSchema: jsonSchema(t.output, "output"),
+      annotations: { title: t.title, ...t.annotations },
+    })),
+  };
+}
+
+const INSTRUCTIONS =
+  "Textwire texts people (SMS or iMessage) and keeps every conversation. Read with poll_inbound (pass next_since back as since), get_history and list_conversations; " +
+  "write with send_message (always with an idempotency_key) or generate_reply. A contact that replied STOP cannot be texted until it replies START (get_contact says). " +
+  "A refused call is a result with isError whose text says which argument or rule refused it.";
+
+/** One validator for every server: the SDK would build one per server otherwise. */
+const validator = new AjvJsonSchemaValidator();
+
+/**
+ * An MCP server with the tools over `api`. The SDK's low-level server: the tools' arguments
+ * are checked here with the API's schemas and messages (McpServer would answer its own),
+ * and every refusal is a result with isError whose text is the API's message (failureOf),
+ * never a protocol error. `onFailure` logs what failureOf says to log.
+ */
+export function createToolServer(api: TextwireApi, { byName, listed }: ToolSet, onFailure: (failure: Failure) => void): Server {
+  const server = new Server({ name: "textwire", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const spec = byName.get(request.params.name);
+    if (!spec) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+    try {
+      const args = request.params.arguments ?? {};
+      parseInput(spec.input, args);
+      const result = await spec.run(api, args);
+      return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
+    } catch (err) {
+      const failure = failureOf(err);
+      onFailure(failure);
+      return { content: [{ type: "text", text: failure.body.message }], isError: true };
+    }
+  });
+  return server;
+}
