@@ -71,8 +71,9 @@ describe("backup", () => {
 });
 
 describe("retention", () => {
-  test("a maintenance round deletes generations, events and (with MESSAGE_RETENTION_DAYS) messages past retention, and keeps the rest", async () => {
-    const server = await startServer({ env: { MAINTENANCE_INTERVAL_MS: "200", MESSAGE_RETENTION_DAYS: "30", GENERATIONS_RETENTION_DAYS: "10" } });
+  test("a maintenance round deletes generations, events and (with MESSAGE_RETENTION_DAYS) messages past retention, keeps the rest, and counts them in a metric", async () => {
+    const metricsToken = "tw_metrics_token_0123456789abcdef";
+    const server = await startServer({ env: { MAINTENANCE_INTERVAL_MS: "200", MESSAGE_RETENTION_DAYS: "30", GENERATIONS_RETENTION_DAYS: "10", METRICS_TOKEN: metricsToken } });
     servers.push(server);
     const { db } = server;
     const phone = newPhone();
@@ -92,5 +93,8 @@ describe("retention", () => {
     expect(page.messages.map((m) => m.id)).toEqual([kept.body.message_id]);
     expect(page.total).toBe(1);
     expect(server.stdout).toContain("deleted rows past retention");
+    const scrape = await (await server.fetch("/metrics", {}, metricsToken)).text();
+    expect(scrape).toContain('textwire_retention_purged_rows_total{table="generations"} 1');
+    expect(scrape).toContain('textwire_retention_purged_rows_total{table="messages"} 1');
   });
 });
