@@ -13,7 +13,6 @@ import { startScheduledSender, type ScheduledSender } from "./messages/scheduled
 import { enableTracing, flushTracing } from "./observability/trace";
 import { purgePastRetention, type OnPurged } from "./retention";
 import { stopExpiredTyping } from "./messages/typing";
-import { createMetrics, recordPurged } from "./observability/metrics";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
 import { configuredRemoteBackend } from "./workflows/remote-backend";
@@ -178,8 +177,10 @@ if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
   log.info("exporting traces over OTLP/HTTP", { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 }
 const storage = await storageOrExit(config);
-// Kept only where they can be read: with a token, in a process that serves HTTP.
-const app = createApp(config, storage, log, config.METRICS_TOKEN && mode !== "worker" ? createMetrics(storage) : undefined);
+// Kept only where they can be read: with a token, in a process that serves HTTP. Imported only
+// then: prom-client loads @opentelemetry/api, which nothing else may load without tracing.
+const metricsModule = config.METRICS_TOKEN && mode !== "worker" ? await import("./observability/metrics") : undefined;
+const app = createApp(config, storage, log, metricsModule?.createMetrics(storage));
 /** This process, as owner of leases. */
 const owner = `${process.pid}:${Bun.randomUUIDv7()}`;
 
@@ -238,7 +239,7 @@ process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
 maintenance = startMaintenance(app, log, owner, (table, rows) => {
-  recordPurged(table, rows);
+  metricsModule?.recordPurged(table, rows);
   log.debug("purged rows past retention", { table, rows });
 });
 if (mode !== "worker") {
