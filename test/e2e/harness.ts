@@ -18,7 +18,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { Subprocess } from "bun";
-import { describe, test } from "bun:test";
+import { afterAll, describe, test } from "bun:test";
 import pg from "pg";
 import { configSchema } from "../../src/config";
 import { createTestDatabase, DATABASE_NAME_PREFIX, TEST_DATABASE_URL } from "../support/postgres";
@@ -435,6 +435,30 @@ function spawnBun(args: string[], env: Record<string, string>): Spawned {
 }
 
 /** Starts the server and waits (at most 15 s) until it logs that it is listening. */
+/**
+ * The servers and databases of one test file: `boot` starts a server (on a database of its
+ * own unless given one), `track` keeps a database; after the file the servers are killed
+ * and the databases dropped together (on PostgreSQL each drop waits for a checkpoint).
+ */
+export function fileServers(): { boot(opts?: StartOptions): Promise<Server>; track(db: TestDatabase): TestDatabase } {
+  const dbs: TestDatabase[] = [];
+  const servers: Server[] = [];
+  afterAll(async () => {
+    for (const s of servers) s.kill();
+    await Promise.all(dbs.map((db) => db.cleanup()));
+  }, 120_000);
+  const track = (db: TestDatabase) => (dbs.push(db), db);
+  return {
+    track,
+    async boot(opts = {}) {
+      const server = await startServer(opts);
+      servers.push(server);
+      if (!opts.db) track(server.db);
+      return server;
+    },
+  };
+}
+
 export async function startServer(opts: StartOptions = {}): Promise<Server> {
   const child = await spawnServer(opts);
   const deadline = Date.now() + STARTUP_MS;

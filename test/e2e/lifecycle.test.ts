@@ -1,30 +1,17 @@
 // Start-up and configuration (docs/operations.md): the first key is generated and printed
 // once, bad configuration stops the process with one line naming the variable,
 // /health needs no key, the database file and its folder are created.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { call, history, newPhone, send } from "./api";
-import { KEY_PATTERN, lines, newApiKey, testOnSqlite, spawnServer, sqliteDatabase, startServer, testDatabase, type Server, type TestDatabase } from "./harness";
+import { KEY_PATTERN, lines, newApiKey, testOnSqlite, fileServers, spawnServer, sqliteDatabase, testDatabase, type Server, type StartOptions, type TestDatabase } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
 setDefaultTimeout(60_000);
 
-const dbs: TestDatabase[] = [];
-const servers: Server[] = [];
-afterAll(async () => {
-  for (const s of servers) s.kill();
-  // Dropped together: on PostgreSQL each drop waits for a checkpoint.
-  await Promise.all(dbs.map((db) => db.cleanup()));
-}, 120_000);
-function newDb(db: TestDatabase): TestDatabase {
-  dbs.push(db);
-  return db;
-}
-async function boot(opts: Parameters<typeof startServer>[0]): Promise<Server> {
-  const s = await startServer(opts);
-  servers.push(s);
-  return s;
-}
+const files = fileServers();
+const newDb = files.track;
+const boot = (opts: StartOptions): Promise<Server> => files.boot(opts);
 
 describe("the first API key", () => {
   let db: TestDatabase;

@@ -9,7 +9,7 @@ import parse, { type MetricFamily } from "parse-prometheus-text-format";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { startReceiver, type Receiver } from "../support/webhook-receiver";
 import { call, history, inbound, newPhone, send } from "./api";
-import { onPostgres, startServer, testDatabase, waitFor, type Server, type TestDatabase } from "./harness";
+import { fileServers, onPostgres, testDatabase, waitFor, type Server, type TestDatabase } from "./harness";
 
 setDefaultTimeout(60_000);
 
@@ -58,19 +58,8 @@ function histogramCount(text: string, name: string, labels: Record<string, strin
   return total;
 }
 
-const dbs: TestDatabase[] = [];
-const servers: Server[] = [];
-afterAll(async () => {
-  for (const s of servers) s.kill();
-  await Promise.all(dbs.map((db) => db.cleanup()));
-}, 120_000);
-
-async function boot(env: Record<string, string>, db?: TestDatabase): Promise<Server> {
-  const server = await startServer({ env, ...(db ? { db } : {}) });
-  servers.push(server);
-  if (!db) dbs.push(server.db);
-  return server;
-}
+const files = fileServers();
+const boot = (env: Record<string, string>, db?: TestDatabase): Promise<Server> => files.boot({ env, ...(db ? { db } : {}) });
 
 describe("GET /metrics is hidden", () => {
   test("without METRICS_TOKEN it is 404, whatever is sent", async () => {
@@ -112,7 +101,7 @@ describe("a scrape", () => {
   beforeAll(async () => {
     receiver = startReceiver();
     const db = await testDatabase();
-    dbs.push(db);
+    files.track(db);
     const workflows = join(db.dir, "workflows");
     mkdirSync(workflows);
     // Never due on their own (1 January): run by hand below.

@@ -1,25 +1,14 @@
 // Liveness, readiness and the drain on SIGTERM (docs/operations.md#readiness-and-liveness):
 // ready turns 503 the moment a shutdown begins while the listener still serves for
 // SHUTDOWN_DRAIN_MS, then the usual shutdown; SIGINT and SHUTDOWN_DRAIN_MS=0 skip the drain.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { history, newPhone, send } from "./api";
-import { lines, startServer, waitFor, type Server, type TestDatabase } from "./harness";
+import { fileServers, lines, waitFor, type Server } from "./harness";
 
 setDefaultTimeout(60_000);
 
-const dbs: TestDatabase[] = [];
-const servers: Server[] = [];
-afterAll(async () => {
-  for (const s of servers) s.kill();
-  await Promise.all(dbs.map((db) => db.cleanup()));
-}, 120_000);
-
-async function boot(env: Record<string, string> = {}): Promise<Server> {
-  const server = await startServer({ env });
-  servers.push(server);
-  dbs.push(server.db);
-  return server;
-}
+const files = fileServers();
+const boot = (env: Record<string, string> = {}): Promise<Server> => files.boot({ env });
 
 const status = async (server: Server, path: string, key: string | null = null) => (await server.fetch(path, {}, key)).status;
 /** The messages of the server's log lines, in order. */
