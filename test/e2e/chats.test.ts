@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, expectBadField, expectError, history, inbound, newPhone, poll, send, type HistoryResult, type SendResult } from "./api";
 import { startServer, type Server } from "./harness";
+import { startFakeOpenAI } from "../support/fake-openai";
+import { startFakeTwilio, twilioEnv } from "../support/fake-twilio";
 
 setDefaultTimeout(60_000);
 
@@ -124,5 +126,111 @@ test("a direct send still answers as the spec says (no chat in the way)", async 
     expect(h.messages[0]).toMatchObject({ id: sent.message_id, phone, chat_id: `dm_${phone.slice(1)}` });
   } finally {
     server.kill();
+  }
+});
+
+describe("groups on the loopback network: create, change, act in, and STOP", () => {
+  let server: Server;
+  const model = startFakeOpenAI({ kind: "text", text: "Sounds good!" });
+  const [ann, bob, cat] = [newPhone(), newPhone(), newPhone()];
+  let chat: Chat;
+
+  beforeAll(async () => {
+    server = await startServer({ env: { OPENAI_API_KEY: "sk-local-test", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "tiny-test-model" } });
+    const made = await call<{ chat: Chat; message: { id: string; chat_id: string; phone: string | null; status: string } }>(server, "POST", "/api/chats", {
+      body: { participants: [ann, bob], name: "Trip", message: "Who's in?" },
+    });
+    expect(made.status).toBe(201);
+    chat = made.body.chat;
+    expect(made.body.message).toMatchObject({ chat_id: chat.id, phone: null, status: "delivered" });
+  }, 60_000);
+  afterAll(async () => {
+    server?.kill();
+    await model.stop();
+  });
+
+  test("POST /api/chats answers 201 with the named group; renames and participants change it, each a chat.updated event", async () => {
+    expect(chat).toMatchObject({ kind: "group", name: "Trip", participants: [ann, bob] });
+    expect((await call<{ chat: Chat }>(server, "PATCH", `/api/chats/${chat.id}`, { body: { name: "Road trip" } })).body.chat.name).toBe("Road trip");
+    expect((await call<{ chat: Chat }>(server, "POST", `/api/chats/${chat.id}/participants`, { body: { phone: cat } })).body.chat.participants).toEqual([ann, bob, cat]);
+    // The + of a path phone arrives raw or percent-encoded.
+    expect((await call<{ chat: Chat }>(server, "DELETE", `/api/chats/${chat.id}/participants/${cat}`)).body.chat.participants).toEqual([ann, bob]);
+    expectError(await call(server, "DELETE", `/api/chats/${chat.id}/participants/${encodeURIComponent(cat)}`), 404, "NOT_FOUND");
+    // The loopback webhook's `chat` alone is the group as the network has it now.
+    await call(server, "POST", "/webhooks/loopback", { body: { phone: ann, chat: { id: "never-seen", name: "Other", participants: [ann, bob] } } });
+    const events = await call<{ events: { type: string; data: Chat }[] }>(server, "GET", "/api/events?type=chat.updated");
+    // Named once created (the network's chat/new takes no name), then renamed; a group first seen in a report is no change.
+    expect(events.body.events.map((e) => [e.data.id, e.data.name, e.data.participants])).toEqual([
+      [chat.id, "Trip", [ann, bob]],
+      [chat.id, "Road trip", [ann, bob]],
+      [chat.id, "Road trip", [ann, bob, cat]],
+      [chat.id, "Road trip", [ann, bob]],
+    ]);
+    expectError(await call(server, "PATCH", `/api/chats/dm_${ann.slice(1)}`, { body: { name: "x" } }), 404, "NOT_FOUND");
+    await send(server, ann, "direct");
+    expectError(await call(server, "PATCH", `/api/chats/dm_${ann.slice(1)}`, { body: { name: "x" } }), 409, "CONFLICT");
+    expectBadField(await call(server, "PATCH", `/api/chats/${chat.id}`, { body: { name: "" } }), "name");
+  });
+
+  test("reactions, typing, read, replies, scheduled sends and Idempotency-Key work in the group", async () => {
+    const theirs = (await call<SendResult>(server, "POST", "/webhooks/loopback", { body: { phone: bob, message: "me!", chat: { id: "loopback:chat:x", participants: [ann] } } })).body;
+    // Another group (the network's id differs): the message is not in ours.
+    expect((await call<{ messages: { id: string }[] }>(server, "GET", `/api/chats/${chat.id}/messages`)).body.messages.map((m) => m.id)).not.toContain(theirs.message_id);
+    const inOurs = await call<{ messages: { id: string; phone: string }[] }>(server, "GET", `/api/chats/${chat.id}/messages`);
+    const first = inOurs.body.messages.at(-1)!;
+    const reacted = await call<{ message: { reactions: { reaction: string }[] } }>(server, "POST", `/api/messages/${first.id}/reactions`, { body: { reaction: "love" } });
+    expect(reacted.body.message.reactions.map((r) => r.reaction)).toEqual(["love"]);
+    expect((await call<{ typing: boolean }>(server, "POST", `/api/chats/${chat.id}/typing`)).body.typing).toBe(true);
+    expect((await call<{ typing: boolean }>(server, "DELETE", `/api/chats/${chat.id}/typing`)).body.typing).toBe(false);
+    expect((await call(server, "POST", `/api/chats/${chat.id}/read`)).status).toBe(200);
+    const reply = await call<SendResult>(server, "POST", "/api/send", { body: { chat_id: chat.id, message: "re", reply_to: first.id } });
+    expect(reply.status).toBe(200);
+    const key = { "Idempotency-Key": `grp-${Date.now()}` };
+    const once = await call<SendResult>(server, "POST", "/api/send", { body: { chat_id: chat.id, message: "once" }, headers: key });
+    const again = await call<SendResult>(server, "POST", "/api/send", { body: { chat_id: chat.id, message: "once" }, headers: key });
+    expect(again.body.message_id).toBe(once.body.message_id);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const scheduled = await call<SendResult & { status: string }>(server, "POST", "/api/send", { body: { chat_id: chat.id, message: "later", send_at: later } });
+    expect(scheduled.body.status).toBe("scheduled");
+    const waiting = await call<{ messages: { id: string; chat_id: string; phone: string | null }[] }>(server, "GET", "/api/messages/scheduled");
+    expect(waiting.body.messages.find((m) => m.id === scheduled.body.message_id)).toMatchObject({ chat_id: chat.id, phone: null });
+  });
+
+  test("STOP from a participant opts them out and mutes generate auto_send into the group until they send START; API sends still go", async () => {
+    const group = { id: "loopback:stop", name: "Stop test", participants: [ann, bob] };
+    await call(server, "POST", "/webhooks/loopback", { body: { phone: ann, message: "hello", chat: group } });
+    const stopChat = (await call<{ chats: Chat[] }>(server, "GET", "/api/chats?kind=group")).body.chats.find((c) => c.name === "Stop test")!;
+    const generate = () => call<{ sent: boolean }>(server, "POST", "/api/generate", { body: { chat_id: stopChat.id, context: [{ role: "user", content: "hi" }], auto_send: true } });
+    expect((await generate()).body.sent).toBe(true);
+
+    await call(server, "POST", "/webhooks/loopback", { body: { phone: bob, message: "STOP", chat: group } });
+    expect((await call<{ contact: { opted_out: boolean } }>(server, "GET", `/api/contacts/${encodeURIComponent(bob)}`)).body.contact.opted_out).toBe(true);
+    const before = model.requests.length;
+    const muted = expectError(await generate(), 403, "FORBIDDEN");
+    expect(muted.error.message).toContain("chat_id");
+    expect(model.requests.length).toBe(before);
+    // Without auto_send nothing is sent: the generation is still written.
+    expect((await call<{ sent: boolean }>(server, "POST", "/api/generate", { body: { chat_id: stopChat.id, context: [{ role: "user", content: "hi" }] } })).body.sent).toBe(false);
+    expect((await call(server, "POST", "/api/send", { body: { chat_id: stopChat.id, message: "an API send still goes" } })).status).toBe(200);
+    // START from someone else does not lift it; from bob it does.
+    await call(server, "POST", "/webhooks/loopback", { body: { phone: ann, message: "START", chat: group } });
+    expectError(await generate(), 403, "FORBIDDEN");
+    await call(server, "POST", "/webhooks/loopback", { body: { phone: bob, message: "START", chat: group } });
+    expect((await generate()).body.sent).toBe(true);
+  });
+});
+
+test("a network without groups (Twilio) answers 422 to group requests, naming the field", async () => {
+  const fake = startFakeTwilio();
+  const server = await startServer({ env: twilioEnv(fake) });
+  try {
+    const e = expectError(await call(server, "POST", "/api/chats", { body: { participants: [newPhone(), newPhone()], message: "hi" } }), 422, "UNPROCESSABLE_CONTENT");
+    expect(e.error.message).toBe("participants: the twilio network cannot do group chats");
+    expect((await call<{ network: { capabilities: { groups: boolean } } }>(server, "GET", "/api/network")).body.network.capabilities.groups).toBe(false);
+    expect((await call<{ total: number }>(server, "GET", "/api/chats?kind=group")).body.total).toBe(0);
+  } finally {
+    server.kill();
+    await fake.stop();
   }
 });
