@@ -234,3 +234,32 @@ test("a network without groups (Twilio) answers 422 to group requests, naming th
     await fake.stop();
   }
 });
+
+test("the OpenAPI document has the chat routes with their answers, the record's chat_id, and exactly one of phone and chat_id on send", async () => {
+  const server = await startServer();
+  try {
+    const doc = (await call<{ paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } }>(server, "GET", "/openapi.json")).body;
+    const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    for (const route of [
+      "GET /api/chats",
+      "POST /api/chats",
+      "GET /api/chats/{id}",
+      "PATCH /api/chats/{id}",
+      "GET /api/chats/{id}/messages",
+      "POST /api/chats/{id}/participants",
+      "DELETE /api/chats/{id}/participants/{phone}",
+      "POST /api/chats/{id}/typing",
+      "DELETE /api/chats/{id}/typing",
+      "POST /api/chats/{id}/read",
+    ]) expect(routes).toContain(route);
+    expect(Object.keys(doc.paths["/api/chats"]!.post.responses)).toContain("201");
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(["Chat", "ChatUpdatedEvent"]));
+    const message = doc.components.schemas.Message;
+    expect(message.required).toContain("chat_id");
+    expect(message.properties.phone.type).toEqual(expect.arrayContaining(["string", "null"]));
+    const send = doc.paths["/api/send"]!.post.requestBody.content["application/json"].schema;
+    expect(send.oneOf).toEqual([{ required: ["phone"] }, { required: ["chat_id"] }]);
+  } finally {
+    server.kill();
+  }
+});
