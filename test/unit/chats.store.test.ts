@@ -70,11 +70,12 @@ describe.each(dialects)("on $name", (dialect) => {
 
   test("chats list latest activity first, by kind, with their total; a chat without messages by its creation", async () => {
     const storage = await fresh();
-    await storage.messages.insert(message({ phone: B }));
+    // Made before any message: message timestamps never fall behind the clock it was made by.
     const empty = (await storage.chats.create(group("g2")))!;
+    await storage.messages.insert(message({ phone: B }));
     await storage.messages.insert(message());
     const chats = await listChats(storage, { limit: 10, offset: 0 });
-    expect(chats.chats.map((c) => c.id)).toEqual(["dm_14155550123", empty.id, "dm_442079460958"]);
+    expect(chats.chats.map((c) => c.id)).toEqual(["dm_14155550123", "dm_442079460958", empty.id]);
     expect(chats.total).toBe(3);
     expect(await listChats(storage, { kind: "group", limit: 10, offset: 0 })).toMatchObject({ total: 1, chats: [{ id: empty.id, last_message_at: null }] });
     expect(await listChats(storage, { kind: "direct", limit: 1, offset: 5 })).toMatchObject({ total: 2, chats: [] });
