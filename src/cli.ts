@@ -11,6 +11,9 @@ import { editOurMessage, unsendOurMessage } from "./messages/edits";
 import { networkInfo } from "./messages/network-actions";
 import { reactToMessage, removeOurReaction } from "./messages/reactions";
 import { markConversationRead } from "./messages/read-state";
+import { chatMessagesInput, chatsInput, createChatInput } from "./messages/chat-schemas";
+import { listChatMessages, listChats } from "./messages/chats";
+import { createGroup } from "./messages/groups";
 import { editInput, inboundInput, messageIdInput, reactInput, sendInput } from "./messages/schemas";
 import { recordInbound, sendMessage } from "./messages/service";
 import { setOurTyping } from "./messages/typing";
@@ -35,6 +38,13 @@ const USAGE = `usage: bun run textwire <command>
   keys list                 list keys by name and prefix
   keys revoke NAME          revoke a key; it stops working at once
   send PHONE MESSAGE        send a message, e.g. send +14155550123 "Hello"
+  send --chat ID MESSAGE    send into a chat (a group's id from chats list)
+  chats list [--kind direct|group] [--limit N]
+                            chats, latest activity first: id, kind, name or participants
+  chats messages ID [--limit N]
+                            a chat's messages, newest first, with their senders
+  chats create PHONE,PHONE,... MESSAGE [--name NAME]
+                            create a group by sending its first message
   inbound PHONE MESSAGE     deliver an inbound message on the loopback network
   network                   the network and what it can do (reactions, typing, ...)
   react ID REACTION         react to a message: ${REACTIONS.join(", ")}
@@ -286,6 +296,43 @@ async function backup(args: string[]) {
   print(`backed up to ${summary.path}\n  size      ${summary.bytes} bytes\n  messages  ${summary.messages}\n  integrity ok`);
 }
 
+async function chats(args: string[]) {
+  const [sub, ...rest] = args;
+  const known = ["list", "messages", "create"];
+  if (!sub || !known.includes(sub)) throw new UsageError(`unknown chats command ${sub ? `"${sub}"` : "(none)"}; use ${known.join(", ")}`);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { kind: { type: "string" }, limit: { type: "string" }, name: { type: "string" } },
+    strict: true,
+    allowPositionals: true,
+  });
+  const allowed: Record<string, string[]> = { list: ["kind", "limit"], messages: ["limit"], create: ["name"] };
+  const extra = Object.keys(values).find((name) => !allowed[sub]!.includes(name));
+  if (extra) throw new UsageError(`chats ${sub} does not take --${extra}`);
+  return withApp(async (app) => {
+    switch (sub) {
+      case "list": {
+        expectArgs(positionals, []);
+        const page = await listChats(app.storage, parseInput(chatsInput, { kind: values.kind, limit: values.limit }));
+        if (page.chats.length === 0) return print("no chats");
+        const shown = (c: (typeof page.chats)[number]) => c.name ?? c.participants.join(", ");
+        return print(["ID".padEnd(38) + "KIND".padEnd(8) + "LAST MESSAGE".padEnd(29) + "NAME OR PARTICIPANTS"]
+          .concat(page.chats.map((c) => c.id.padEnd(38) + c.kind.padEnd(8) + (c.last_message_at ?? "-").padEnd(29) + shown(c)))
+          .join("\n"));
+      }
+      case "messages": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        return print(await listChatMessages(app.storage, parseInput(chatMessagesInput, { id, limit: values.limit })));
+      }
+      default: {
+        const [phones, message] = expectArgs(positionals, ["PHONE,PHONE,...", "MESSAGE"]);
+        const input = parseInput(createChatInput(app.config.MAX_MESSAGE_LENGTH), { participants: (phones ?? "").split(",").map((p) => p.trim()), name: values.name, message });
+        return print(await createGroup(app, input));
+      }
+    }
+  });
+}
+
 async function main(argv: string[]) {
   const [command, ...args] = argv;
   switch (command) {
@@ -297,10 +344,15 @@ async function main(argv: string[]) {
       return workflows(args);
     case "backup":
       return backup(args);
+    case "chats":
+      return chats(args);
     case "send": {
-      const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
+      // To a phone (PHONE MESSAGE) or into a chat (--chat ID MESSAGE); a message may start with "-", so no option parser.
+      const chat = args[0] === "--chat";
+      const [to, message] = expectArgs(chat ? args.slice(1) : args, [chat ? "ID" : "PHONE", "MESSAGE"]);
+      const target = chat ? { chat_id: to } : { phone: to };
       return withApp(async (app) => {
-        const sent = await sendMessage(app, parseInput(sendInput(app.config.MAX_MESSAGE_LENGTH), { phone, message }));
+        const sent = await sendMessage(app, parseInput(sendInput(app.config.MAX_MESSAGE_LENGTH), { ...target, message }));
         print({ success: true, message_id: sent.id, timestamp: sent.timestamp, status: sent.status });
       });
     }

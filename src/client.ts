@@ -30,6 +30,8 @@ const responseInfoLink: TRPCLink<AppRouter> = () => ({ op, next }) =>
  *
  *   const tw = createClient({ url: "http://127.0.0.1:3000", apiKey });
  *   await tw.messages.send.mutate({ phone: "+14155550123", message: "Hi" });
+ *   // Into a chat (a group's id from tw.chats.list.query({ kind: "group" })):
+ *   await tw.messages.send.mutate({ chat_id: "grp_…", message: "Hi all" });
  *   // With an Idempotency-Key (docs/api.md), and whether the answer was a replay:
  *   const response: ResponseInfo = {};
  *   await tw.messages.send.mutate(input, { context: { idempotencyKey: "order-42", response } });

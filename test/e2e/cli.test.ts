@@ -117,6 +117,24 @@ describe("with a server running on the same database", () => {
     expect((await history(server, phone)).messages.map((m) => m.id)).toEqual([c.message_id, b.message_id, a.message_id]);
   });
 
+  test("chats: create a group, send into it with --chat, list chats and a chat's messages", async () => {
+    const [a, b] = [newPhone(), newPhone()];
+    const made = await cli("chats", "create", `${a},${b}`, "Hello, group", "--name", "CLI group");
+    expect(made.code).toBe(0);
+    const { chat } = JSON.parse(made.stdout) as { chat: { id: string; name: string; participants: string[] } };
+    expect(chat).toMatchObject({ name: "CLI group", participants: [a, b] });
+    const sent = parseJson(await cli("send", "--chat", chat.id, "-1 degrees out, bring coats"));
+    const listed = await cli("chats", "list", "--kind", "group");
+    expect(listed.code).toBe(0);
+    expect(lines(listed.stdout).find((l) => l.startsWith(chat.id))).toContain("CLI group");
+    const page = JSON.parse((await cli("chats", "messages", chat.id)).stdout) as { total: number; messages: { id: string; message: string; phone: string | null }[] };
+    expect(page.total).toBe(2);
+    expect(page.messages[0]).toMatchObject({ id: sent.message_id, message: "-1 degrees out, bring coats", phone: null });
+    // The running server sees the same chat.
+    expect((await call<{ chat: { name: string } }>(server, "GET", `/api/chats/${chat.id}`)).body.chat.name).toBe("CLI group");
+    expectOneLineError(await cli("chats", "create", a, "solo"), "participants");
+  });
+
   test("send to a malformed phone: non-zero exit, one line naming the phone", async () => {
     expectOneLineError(await cli("send", "+1415555012", "hi"), "phone");
   });
@@ -310,7 +328,7 @@ describe("reactions, edits, unsends, typing and read marks", () => {
   test("network prints the network's capabilities", async () => {
     expect(json(await cli("network"))).toEqual({
       name: "loopback",
-      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true },
     });
   });
 

@@ -55,6 +55,16 @@ describe("REST operations", () => {
       "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/unsend$",
       "GET ^\\/api\\/messages\\/(?<phone>[^/]+)$",
       "POST ^\\/api\\/generate$",
+      "POST ^\\/api\\/chats$",
+      "GET ^\\/api\\/chats$",
+      "GET ^\\/api\\/chats\\/(?<id>[^/]+)\\/messages$",
+      "PATCH ^\\/api\\/chats\\/(?<id>[^/]+)$",
+      "POST ^\\/api\\/chats\\/(?<id>[^/]+)\\/participants$",
+      "DELETE ^\\/api\\/chats\\/(?<id>[^/]+)\\/participants\\/(?<phone>[^/]+)$",
+      "POST ^\\/api\\/chats\\/(?<id>[^/]+)\\/typing$",
+      "DELETE ^\\/api\\/chats\\/(?<id>[^/]+)\\/typing$",
+      "POST ^\\/api\\/chats\\/(?<id>[^/]+)\\/read$",
+      "GET ^\\/api\\/chats\\/(?<id>[^/]+)$",
       "GET ^\\/api\\/contacts\\/(?<phone>[^/]+)$",
       "POST ^\\/api\\/contacts\\/(?<phone>[^/]+)\\/typing$",
       "DELETE ^\\/api\\/contacts\\/(?<phone>[^/]+)\\/typing$",
@@ -81,12 +91,15 @@ describe("REST operations", () => {
       "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/reactions$",
       "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/edit$",
       "POST ^\\/api\\/generate$",
+      "POST ^\\/api\\/chats$",
+      "PATCH ^\\/api\\/chats\\/(?<id>[^/]+)$",
+      "POST ^\\/api\\/chats\\/(?<id>[^/]+)\\/participants$",
       "POST ^\\/webhooks\\/loopback$",
       "POST ^\\/api\\/webhook-endpoints$",
       "PATCH ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)$",
       "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/replay$",
     ]);
-    expect(operations.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.method} ${o.pattern.source}`)).toEqual(["201 POST ^\\/api\\/webhook-endpoints$"]);
+    expect(operations.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.method} ${o.pattern.source}`)).toEqual(["201 POST ^\\/api\\/chats$", "201 POST ^\\/api\\/webhook-endpoints$"]);
   });
 
   test("are resolved once: a request does not walk the router", async () => {

@@ -1,4 +1,5 @@
 import { apiKeys } from "../api-keys";
+import { chats } from "../chats";
 import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
@@ -48,6 +49,7 @@ const statusOf = prepare(messageStatus);
 export function postgresRepositories(run: Run, batch = false): Repositories {
   return {
     messages: postgresMessages(run, batch),
+    chats: bind(run, chats),
     contacts: bind(run, contacts),
     idempotency: {
       ...bind(run, idempotency),
