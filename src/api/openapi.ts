@@ -380,6 +380,7 @@ const healthPath = (probe: keyof typeof PROBES) => ({ get: healthOperation(probe
 
 const TAGS = [
   { name: "messages", description: "Send, read history, poll, generate." },
+  { name: "chats", description: "Conversations: each contact's direct chat and the group chats; creating, renaming and changing groups." },
   { name: "contacts", description: "Contacts' opt-out state (STOP and START), unread messages and typing; our typing and read marks to them." },
   { name: "network", description: "The messaging network and what it can do." },
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
@@ -411,6 +412,14 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
       [successStatus]: success,
       ...Object.fromEntries(Object.entries(errors).map(([status, text]) => [status, documentedError(Number(status), text || undefined, keyed)])),
     };
+    // A body that takes exactly one of two fields (phone or chat_id) says so; zod's refinement does not show.
+    const body = ((op.requestBody as Json | undefined)?.content as Json | undefined)?.["application/json"] as Json | undefined;
+    const properties = ((body?.schema as Json | undefined)?.properties ?? {}) as Json;
+    if (body && "phone" in properties && "chat_id" in properties) {
+      const schema = body.schema as Json;
+      schema.required = ((schema.required ?? []) as string[]).filter((f) => f !== "phone" && f !== "chat_id");
+      schema.oneOf = [{ required: ["phone"] }, { required: ["chat_id"] }];
+    }
     for (const param of (op.parameters ?? []) as Json[]) {
       const schema = param.schema as Json | undefined;
       if (!param.description && typeof schema?.description === "string") param.description = schema.description;

@@ -1,3 +1,4 @@
+import { chatsRouter } from "./routers/chats";
 import { contactsRouter } from "./routers/contacts";
 import { conversationsRouter } from "./routers/conversations";
 import { keysRouter } from "./routers/keys";
@@ -20,6 +21,7 @@ const consoleProcedures = {
 const fullRouter = (maxMessageLength: number) =>
   router({
     messages: messagesRouter(maxMessageLength),
+    chats: chatsRouter(maxMessageLength),
     contacts: contactsRouter,
     network: networkRouter,
     webhooks: webhooksRouter(maxMessageLength),
@@ -40,6 +42,7 @@ export function createAppRouter(maxMessageLength: number, network = "loopback"):
   if (network === "loopback") return fullRouter(maxMessageLength);
   return router({
     messages: messagesRouter(maxMessageLength),
+    chats: chatsRouter(maxMessageLength),
     contacts: contactsRouter,
     network: networkRouter,
     webhookEndpoints: webhookEndpointsRouter,

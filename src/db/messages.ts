@@ -33,12 +33,14 @@ export interface MessageRow {
   editCount: number;
   /** ms: when it was unsent (its body is then empty); null: it stands. */
   unsentAt: number | null;
+  /** A group chat's id; null: the direct chat with `phone`. In a group `phone` is the sender, '' for ours. */
+  chatId: string | null;
 }
 
 /** What a message record shows (pages read only these columns). */
 export type RecordRow = Pick<
   MessageRow,
-  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "unsentAt"
+  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "unsentAt" | "chatId"
 >;
 
 /** A conversation as listed: its newest message, whether the contact opted out and how many of its messages we have not read. */
@@ -72,8 +74,10 @@ export type NewMedia = Pick<MediaRow, "id" | "contentType" | "size" | "storeKey"
 /** A message to store; the storage gives it its timestamp, `updatedAt` and `mediaCount`. `sendAt` goes with `scheduled`. */
 export type NewMessage = Omit<
   MessageRow,
-  "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "editCount" | "unsentAt"
+  "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "editCount" | "unsentAt" | "chatId"
 > & {
+  /** A group chat's id; left out: the direct chat with `phone`. */
+  chatId?: string | null;
   error?: string | null;
   optOutType?: OptOutType | null;
   replyTo?: string | null;
@@ -119,8 +123,12 @@ export interface MessageRepository {
    * by id), with its opt-out; only phones containing `search` (a plain substring: it is only digits and '+') when given.
    */
   conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
-  /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. */
-  inboundAfter(since: number, limit: number, phone?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
+  /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. Direct chats only, unless `every`. */
+  inboundAfter(since: number, limit: number, phone?: string, every?: boolean): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
+  /** A group chat's messages, newest first, and how many there are in all, from one statement. */
+  chatHistory(chatId: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+  /** One statement: the group chat's inbound messages not read yet are read now. How many. */
+  readChatInbound(chatId: string): Promise<number>;
   /** Outbound messages of `network` not final, stored within `windowMs` and unchanged for `afterMs`, least recently checked first. */
   pendingOutbound(network: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
   /** Sets `updatedAt` of these messages (still not final) to now, so the next pass asks about others first. */
@@ -204,6 +212,7 @@ export function newRow(message: NewMessage, timestamp: number): MessageRow {
     editedAt: null,
     editCount: 0,
     unsentAt: null,
+    chatId: message.chatId ?? null,
   };
 }
 
@@ -214,26 +223,35 @@ export const bySendAt = (a: MessageRow, b: MessageRow) => (a.sendAt ?? 0) - (b.s
 export const row = (m = "") =>
   `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}network, ${m}network_id AS "networkId", ${m}error,
    ${m}updated_at AS "updatedAt", ${m}opt_out_type AS "optOutType", ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount",
-   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}edit_count AS "editCount", ${m}unsent_at AS "unsentAt"`;
+   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}edit_count AS "editCount", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId"`;
 const ROW = row();
 /** What a message record shows (pages read only these: fewer columns, faster pages), of alias `m` when given. */
 export const record = (m = "") =>
   `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}error, ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount",
-   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}unsent_at AS "unsentAt"`;
+   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId"`;
+/** A direct chat's messages (the spec's per-phone history and poll): not a group's. */
+export const DIRECT = "chat_id IS NULL";
 /** How many inbound messages of contact `c` are not read (messages_unread_idx). */
-export const UNREAD = `(SELECT count(*) FROM messages u WHERE u.phone = c.phone AND u.direction = 'inbound' AND u.read_at IS NULL)`;
+export const UNREAD = `(SELECT count(*) FROM messages u WHERE u.phone = c.phone AND u.direction = 'inbound' AND u.read_at IS NULL AND u.${DIRECT})`;
 const RECORD = record();
 const MEDIA = `id, message_id AS "messageId", position, content_type AS "contentType", size, store_key AS "storeKey", created_at AS "createdAt"`;
 
 export const byId = sql<MessageRow>("messages.get", `SELECT ${ROW} FROM messages WHERE id = $id`);
 export const byNetworkId = sql<MessageRow>("messages.byNetworkId", `SELECT ${ROW} FROM messages WHERE network = $network AND direction = $direction AND network_id = $networkId`);
-export const historyPage = `SELECT ${RECORD} FROM messages WHERE phone = $phone ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`;
+export const historyPage = `SELECT ${RECORD} FROM messages WHERE phone = $phone AND ${DIRECT} ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`;
+/** A group chat's page with its total (kept by trigger) in one statement, so both come from one snapshot; an empty page is a row of nulls. */
+const chatHistory = sql<RecordRow & { total: number }>("messages.chatHistory", `SELECT c.total, m.* FROM (SELECT coalesce((SELECT messages FROM chats WHERE id = $chatId), 0) AS total) c
+   LEFT JOIN (SELECT ${RECORD} FROM messages WHERE chat_id = $chatId ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset) m ON true
+   ORDER BY m.timestamp DESC, m.id DESC`);
 export const scheduledPage = `SELECT ${RECORD} FROM messages WHERE status = 'scheduled' ORDER BY send_at, timestamp LIMIT $limit OFFSET $offset`;
-const inboundAfter = sql<RecordRow>("messages.inboundAfter", `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`);
-const inboundFromAfter = sql<RecordRow>(
-  "messages.inboundFromAfter",
-  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $phone AND timestamp > $since ORDER BY timestamp ASC LIMIT $limit`,
-);
+/** Poll's four statements: direct chats only or every chat (`all`), from anyone or from `phone`. */
+const inboundAfter = (from: boolean, every: boolean) =>
+  sql<RecordRow>(
+    `messages.inbound${from ? "From" : ""}After${every ? "All" : ""}`,
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' ${from ? "AND phone = $phone" : ""} ${every ? "" : `AND ${DIRECT}`} AND timestamp > $since
+     ORDER BY timestamp ASC LIMIT $limit`,
+  );
+const inboundStatements = [inboundAfter(false, false), inboundAfter(true, false), inboundAfter(false, true), inboundAfter(true, true)];
 /** One statement a target status: the status rule decides which statuses may move to it. */
 const moveStatus = Object.fromEntries(
   MESSAGE_STATUSES.map((to) => [
@@ -248,10 +266,11 @@ const moveStatus = Object.fromEntries(
 const pendingOutbound = sql<PendingMessage>(
   "messages.pendingOutbound",
   // createdAt: milliseconds, as networks count time.
-  `SELECT id, phone, body AS text, network_id AS "networkId", status, timestamp / 1000 AS "createdAt" FROM messages
-   WHERE timestamp > {now_us} - $windowMs::bigint * 1000 AND direction = 'outbound' AND network = $network AND status IN ('queued', 'sent')
-     AND updated_at < {now_us} - $afterMs::bigint * 1000
-   ORDER BY updated_at ASC LIMIT $limit`,
+  `SELECT m.id, m.phone, m.body AS text, m.network_id AS "networkId", m.status, m.timestamp / 1000 AS "createdAt", c.network_id AS "chatNetworkId"
+   FROM messages m LEFT JOIN chats c ON c.id = m.chat_id
+   WHERE m.timestamp > {now_us} - $windowMs::bigint * 1000 AND m.direction = 'outbound' AND m.network = $network AND m.status IN ('queued', 'sent')
+     AND m.updated_at < {now_us} - $afterMs::bigint * 1000
+   ORDER BY m.updated_at ASC LIMIT $limit`,
 );
 const markChecked = sql("messages.markChecked", `UPDATE messages SET updated_at = {now_us} WHERE id = ANY($ids::text[]) AND status IN ('queued', 'sent')`);
 const failStale = sql("messages.failStaleQueued", `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
@@ -274,17 +293,18 @@ const reactionsOf = sql<ReactionRow>("messages.reactionsOf", `SELECT message_id 
 /** What went out: the statuses a read receipt or an SMS reaction can be about. */
 const WENT_OUT = `status IN ('queued', 'sent', 'delivered')`;
 const readOutbound = sql<{ id: string }>("messages.readOutbound", `UPDATE messages SET read_at = $at WHERE id IN (
-     SELECT id FROM (SELECT id, direction, status, read_at FROM messages WHERE phone = $phone AND timestamp <= $upTo ORDER BY timestamp DESC LIMIT 200) recent
+     SELECT id FROM (SELECT id, direction, status, read_at FROM messages WHERE phone = $phone AND ${DIRECT} AND timestamp <= $upTo ORDER BY timestamp DESC LIMIT 200) recent
      WHERE direction = 'outbound' AND read_at IS NULL AND ${WENT_OUT}
    ) RETURNING id`);
-const readInbound = sql("messages.readInbound", `UPDATE messages SET read_at = {now_ms} WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`);
-const unread = sql<{ n: number }>("messages.unread", `SELECT count(*) AS n FROM messages WHERE phone = $phone AND direction = 'inbound' AND read_at IS NULL`);
+const readInbound = sql("messages.readInbound", `UPDATE messages SET read_at = {now_ms} WHERE phone = $phone AND ${DIRECT} AND direction = 'inbound' AND read_at IS NULL`);
+const readChatInbound = sql("messages.readChatInbound", `UPDATE messages SET read_at = {now_ms} WHERE chat_id = $chatId AND direction = 'inbound' AND read_at IS NULL`);
+const unread = sql<{ n: number }>("messages.unread", `SELECT count(*) AS n FROM messages WHERE phone = $phone AND ${DIRECT} AND direction = 'inbound' AND read_at IS NULL`);
 const edit = sql("messages.edit", `UPDATE messages SET body = $body, edited_at = $at, edit_count = edit_count + 1
    WHERE id = $id AND unsent_at IS NULL AND (edited_at IS NULL OR edited_at < $at)`);
 const unsend = sql("messages.unsend", `UPDATE messages SET body = '', unsent_at = $at WHERE id = $id AND unsent_at IS NULL`);
 const recentOutbound = sql<MessageRow>(
   "messages.recentOutbound",
-  `SELECT ${ROW} FROM messages WHERE phone = $phone AND direction = 'outbound' AND ${WENT_OUT} ORDER BY timestamp DESC LIMIT $limit`,
+  `SELECT ${ROW} FROM messages WHERE phone = $phone AND ${DIRECT} AND direction = 'outbound' AND ${WENT_OUT} ORDER BY timestamp DESC LIMIT $limit`,
 );
 // messages_scheduled_idx holds exactly these rows.
 const scheduledQueue = sql<{ pending: number; overdueMs: number | null }>(
@@ -298,10 +318,15 @@ export const messages = declare<MessageRepository>()({
   get: get(byId, (id) => ({ id })),
   byNetworkId: get(byNetworkId, (network, direction, networkId) => ({ network, direction, networkId })),
   inboundAfter: all(
-    choose([inboundAfter, inboundFromAfter], (_since: number, _limit: number, phone?: string) => (phone ? inboundFromAfter : inboundAfter)),
+    choose(inboundStatements, (_since: number, _limit: number, phone?: string, every?: boolean) => inboundStatements[(phone ? 1 : 0) + (every ? 2 : 0)]!),
     (since: number, limit: number, phone?: string) => ({ since, limit: limit + 1, phone }),
     (rows, [, limit]) => page(rows, limit),
   ),
+  chatHistory: all(chatHistory, (chatId, limit, offset) => ({ chatId, limit, offset }), (rows) => ({
+    rows: rows[0]?.id == null ? [] : rows.map(({ total: _, ...r }) => r),
+    total: Number(rows[0]?.total ?? 0),
+  })),
+  readChatInbound: run(readChatInbound, (chatId) => ({ chatId }), count),
   pendingOutbound: all(pendingOutbound, (network, afterMs, windowMs, limit) => ({ network, afterMs, windowMs, limit })),
   failStaleQueued: run(failStale, (olderThanMs, error, exceptNetwork) => ({ olderThanMs, error, except: exceptNetwork ?? null }), count),
   media: get(mediaById, (id) => ({ id })),

@@ -35,6 +35,7 @@
  *   connection), and `tx` is not used once `fn` has settled. A throw rolls everything back.
  */
 import type { ApiKeyRepository } from "./api-keys";
+import type { ChatRepository } from "./chats";
 import type { ContactRepository } from "./contacts";
 import type { GenerationRepository } from "./generations";
 import type { IdempotencyRepository } from "./idempotency";
@@ -46,6 +47,7 @@ import type { EventRepository, WebhookRepository } from "./webhooks";
 import type { WorkflowRepository } from "./workflows";
 
 export type * from "./api-keys";
+export type * from "./chats";
 export type * from "./contacts";
 export type * from "./generations";
 export type * from "./idempotency";
@@ -63,6 +65,7 @@ export type Dialect = "sqlite" | "postgres";
 
 export interface Repositories {
   readonly messages: MessageRepository;
+  readonly chats: ChatRepository;
   readonly contacts: ContactRepository;
   readonly idempotency: IdempotencyRepository;
   readonly workflows: WorkflowRepository;

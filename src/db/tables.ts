@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { CHAT_KINDS } from "../vocabulary/chats";
 import { MESSAGE_STATUSES } from "../vocabulary/message-status";
 import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../vocabulary/messages";
 import { REACTIONS } from "../vocabulary/reactions";
@@ -45,6 +46,8 @@ export function tables(c: Core) {
       editedAt: c.time("edited_at"),
       editCount: c.integer("edit_count").notNull().default(0),
       unsentAt: c.time("unsent_at"),
+      /** A group chat's id; null: the direct chat with `phone` (then `phone` is the contact; in a group, the sender, '' for ours). */
+      chatId: c.text("chat_id"),
     },
     (t) => [
       c.uniqueIndex("messages_timestamp_uq").on(t.timestamp),
@@ -56,7 +59,40 @@ export function tables(c: Core) {
       // Only waiting rows: due ones (send_at <= now) and the listing, soonest first.
       c.index("messages_scheduled_idx").on(t.sendAt, t.timestamp).where(sql`status = 'scheduled'`),
       c.index("messages_unread_idx").on(t.phone).where(sql`direction = 'inbound' AND read_at IS NULL`),
+      c.index("messages_chat_timestamp_idx").on(t.chatId, t.timestamp, t.id).where(sql`chat_id IS NOT NULL`),
     ],
+  );
+
+  /**
+   * Conversations: a direct chat a contact (made by its first message, by trigger) and the
+   * group chats. `messages` and `last_message_at` (µs) are kept by triggers on `messages`.
+   */
+  const chats = c.table(
+    "chats",
+    {
+      id: c.text("id").primaryKey(),
+      kind: c.text("kind", { enum: CHAT_KINDS }).notNull(),
+      name: c.text("name"),
+      participants: c.list("participants").notNull(),
+      /** A group's network and that network's id of it (BlueBubbles' chat guid); null for direct chats. */
+      network: c.text("network"),
+      networkId: c.text("network_id"),
+      createdAt: c.time("created_at").notNull(),
+      lastMessageAt: c.time("last_message_at"),
+      messages: c.integer("messages").notNull().default(0),
+    },
+    (t) => [c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId), c.index("chats_last_message_idx").on(t.lastMessageAt)],
+  );
+
+  /** Participants who replied STOP in a group: automated sends to it wait until they send START there. */
+  const chatMutes = c.table(
+    "chat_mutes",
+    {
+      chatId: c.text("chat_id").notNull().references(() => chats.id, { onDelete: "cascade" }),
+      phone: c.text("phone").notNull(),
+      createdAt: c.time("created_at").notNull(),
+    },
+    (t) => [c.primaryKey({ columns: [t.chatId, t.phone] })],
   );
 
   /** The reactions standing on a message: one a person (ours: `phone` ''), replaced by their next; counted by triggers in `reaction_count`. */
@@ -301,5 +337,5 @@ export function tables(c: Core) {
       c.index("webhook_deliveries_event_idx").on(t.eventId),
     ],
   );
-  return { messages, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };
+  return { messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };
 }

@@ -6,7 +6,7 @@ import { all, changed, choose, count, declare, get, page, run, sql } from "./sql
 import type { WorkflowRunRow } from "./workflows";
 
 /** The events about a message; `contact.typing` is about a contact, `workflow.run_failed` about a run. */
-export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing">;
+export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing" | "chat.updated">;
 
 /**
  * An event as stored, written in the transaction of the change it reports: by the
@@ -32,6 +32,13 @@ export type EventRow =
       type: "contact.typing";
       timestamp: number;
       data: { phone: string; typing: boolean };
+    }
+  | {
+      id: string;
+      type: "chat.updated";
+      timestamp: number;
+      /** The chat record as the change left it. */
+      data: Record<string, unknown>;
     }
   | {
       id: string;
@@ -175,7 +182,7 @@ const EVENT_COLUMNS = `ev.id AS "eventId", ev.type AS "eventType", ev.timestamp 
   ev.message_id AS "messageId", m.phone AS "messagePhone", m.body AS "messageBody", m.direction AS "messageDirection",
   ev.status AS "messageStatus", m.timestamp AS "messageTimestamp", ev.error AS "messageError",
   m.reply_to AS "messageReplyTo", m.send_at AS "messageSendAt", m.media_count AS "messageMediaCount", m.reaction_count AS "messageReactionCount",
-  m.read_at AS "messageReadAt", m.edited_at AS "messageEditedAt", m.unsent_at AS "messageUnsentAt", ev.data AS "data",
+  m.read_at AS "messageReadAt", m.edited_at AS "messageEditedAt", m.unsent_at AS "messageUnsentAt", m.chat_id AS "messageChatId", ev.data AS "data",
   ev.run_id AS "runId", r.workflow AS "runWorkflow", r.trigger AS "runTrigger", r.dry_run AS "runDryRun", r.started_at AS "runStartedAt",
   r.ended_at AS "runEndedAt", r.status AS "runStatus", r.error AS "runError", r.handled AS "runHandled"`;
 
@@ -213,7 +220,7 @@ function toEventRow(row: Stored): EventRow {
     return { ...event, run: { ...run, dryRun: Boolean(run.dryRun) } } as EventRow;
   }
   const data = typeof row.data === "string" ? JSON.parse(row.data) : null;
-  if (row.eventType === "contact.typing") return { ...event, data } as EventRow;
+  if (row.eventType === "contact.typing" || row.eventType === "chat.updated") return { ...event, data } as EventRow;
   const message = fields(row, "message");
   return { ...event, message: { ...message, mediaCount: message.mediaCount ?? 0, reactionCount: message.reactionCount ?? 0 }, previousStatus: row.previousStatus, data } as EventRow;
 }

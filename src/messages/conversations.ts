@@ -37,5 +37,6 @@ export type ConversationRecord = z.infer<typeof conversationRecord>;
 export async function listConversations(messages: MessageRepository, input: { search?: string; limit: number }): Promise<ConversationRecord[]> {
   const rows = await messages.conversations({ search: input.search, limit: input.limit });
   const records = await toRecords(messages, rows);
-  return records.map((last, i) => ({ phone: last.phone, last_message: last, opted_out: rows[i]!.optedOut, unread: rows[i]!.unread }));
+  // Direct chats only: every row's phone is its contact's.
+  return records.map((last, i) => ({ phone: rows[i]!.phone, last_message: last, opted_out: rows[i]!.optedOut, unread: rows[i]!.unread }));
 }

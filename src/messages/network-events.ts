@@ -2,9 +2,10 @@ import type { MessageRepository, MessageRow, Storage } from "../db/port";
 import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
-import { webhookEvents, type DriverState, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
+import { webhookEvents, type DriverState, type GroupInfo, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
 import type { Recorder } from "../observability/recorder";
 import type { OptOutType } from "../vocabulary/messages";
+import { applyGroupReport, groupChat, toChatRecord } from "./chats";
 import { applyInboundEdit } from "./edits";
 import { isE164 } from "./phone";
 import { applyInboundReaction, applyReactionText } from "./reactions";
@@ -40,7 +41,7 @@ export interface AppliedEvents {
 async function storeInbound(
   storage: Storage,
   network: string,
-  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly InboundMedia[] },
+  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly InboundMedia[]; chatId?: string },
   log: Logger,
   media: MediaDeps | undefined,
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
@@ -72,6 +73,11 @@ export async function receiveLoopback(
   const { storage } = deps;
   const { phone } = input;
   if (input.message !== undefined || input.media !== undefined) return receiveLoopbackMessage(deps, { ...input, message: input.message ?? "" });
+  if (input.chat) {
+    const info = loopbackGroup(input.chat, phone);
+    await applyGroupReport(storage, "loopback", info);
+    return { success: true, chat: toChatRecord((await storage.chats.byNetworkId("loopback", info.networkId))!) };
+  }
   const apply = (events: Partial<WebhookEvents>) =>
     applyNetworkEvents(storage, "loopback", { ...webhookEvents([], []), ...events }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
   if (input.typing !== undefined) {
@@ -105,14 +111,23 @@ async function contactMessage(storage: Storage, phone: string, networkId: string
   return row;
 }
 
-/** A message forged on the loopback webhook. */
+/** A group as the loopback webhook describes it: the sender is one of its participants. */
+const loopbackGroup = (chat: { id: string; name?: string | null | undefined; participants: string[] }, sender: string): GroupInfo => ({
+  networkId: chat.id,
+  name: chat.name ?? null,
+  participants: chat.participants.includes(sender) ? chat.participants : [...chat.participants, sender],
+});
+
+/** A message forged on the loopback webhook (`chat`: in that group, from `phone`). */
 async function receiveLoopbackMessage(
   deps: { storage: Storage; log: Logger; media?: MediaDeps; metrics?: MessageMetrics },
-  input: { phone: string; message: string; id?: string; media?: readonly { url: string }[]; reply_to?: string },
+  input: { phone: string; message: string; id?: string; media?: readonly { url: string }[]; reply_to?: string; chat?: LoopbackInput["chat"] },
 ) {
-  const reacted = input.message && !input.media ? await applyReactionText(deps.storage, input.phone, input.message) : undefined;
+  const group = input.chat ? await groupChat(deps.storage, "loopback", loopbackGroup(input.chat, input.phone)) : undefined;
+  const reacted = input.message && !input.media && !group ? await applyReactionText(deps.storage, input.phone, input.message) : undefined;
   if (reacted) return inboundAnswer((await toRecords(deps.storage.messages, [reacted]))[0]!);
-  const replyTo = input.reply_to === undefined ? undefined : (await conversationMessage(deps.storage.messages, input.phone, input.reply_to, "reply_to")).id;
+  const conversation = group ? { phone: "" as const, group: { ...group, networkId: group.networkId! } } : input.phone;
+  const replyTo = input.reply_to === undefined ? undefined : (await conversationMessage(deps.storage.messages, conversation, input.reply_to, "reply_to")).id;
   const { record, duplicate } = await storeInbound(
     deps.storage,
     "loopback",
@@ -122,6 +137,7 @@ async function receiveLoopbackMessage(
       ...(input.id ? { networkId: input.id } : {}),
       ...(input.media ? { media: input.media.map((m) => ({ url: m.url })) } : {}),
       ...(replyTo ? { replyTo } : {}),
+      ...(group ? { chatId: group.id } : {}),
     },
     deps.log,
     deps.media,
@@ -160,11 +176,13 @@ export async function applyNetworkEvents(
       log.warn("inbound message with no readable text skipped", { network, networkId: m.networkId });
       continue;
     }
-    if (text !== null && !m.media?.length && (await applyReactionText(storage, m.phone, m.message))) {
+    // An SMS reaction text quotes a message of a direct chat; a group's is a message.
+    if (!m.chat && text !== null && !m.media?.length && (await applyReactionText(storage, m.phone, m.message))) {
       result.changed++;
       continue;
     }
-    const replyTo = m.replyToNetworkId ? await repliedByNetworkId(storage.messages, network, m.phone, m.replyToNetworkId) : undefined;
+    const group = m.chat ? await groupChat(storage, network, m.chat) : undefined;
+    const replyTo = m.replyToNetworkId ? await repliedByNetworkId(storage.messages, network, m.phone, m.replyToNetworkId, group?.id) : undefined;
     const { duplicate } = await storeInbound(
       storage,
       network,
@@ -175,6 +193,7 @@ export async function applyNetworkEvents(
         ...(m.optOutType ? { optOutType: m.optOutType } : {}),
         ...(m.media ? { media: m.media } : {}),
         ...(replyTo ? { replyTo } : {}),
+        ...(group ? { chatId: group.id } : {}),
       },
       log,
       opts.media,
@@ -211,6 +230,7 @@ export async function applyNetworkEvents(
     } else result.ignored++;
   }
   const changes = [
+    ...(events.chats ?? []).map((c) => () => applyGroupReport(storage, network, c)),
     ...events.reactions.map((r) => () => applyInboundReaction(storage, network, r, log)),
     ...events.reads.map((r) => () => applyReadReceipt(storage, network, r, log)),
     ...events.edits.map((e) => () => applyInboundEdit(storage, network, e, log, opts.maxMessageLength)),
@@ -221,12 +241,14 @@ export async function applyNetworkEvents(
 }
 
 /**
- * Our message (sent or received) that the network's id names, with the same contact: what an
- * inbound threaded reply answers. Undefined when we do not have it (sent before Textwire).
+ * Our message (sent or received) that the network's id names, in the same conversation (the
+ * contact's direct chat, or the group `chatId`): what an inbound threaded reply answers.
+ * Undefined when we do not have it (sent before Textwire).
  */
-async function repliedByNetworkId(messages: MessageRepository, network: string, phone: string, networkId: string): Promise<string | undefined> {
+async function repliedByNetworkId(messages: MessageRepository, network: string, phone: string, networkId: string, chatId?: string): Promise<string | undefined> {
   const replied = (await messages.byNetworkId(network, "outbound", networkId)) ?? (await messages.byNetworkId(network, "inbound", networkId));
-  return replied?.phone === phone ? replied.id : undefined;
+  if (!replied) return undefined;
+  return (chatId ? replied.chatId === chatId : replied.chatId === null && replied.phone === phone) ? replied.id : undefined;
 }
 
 /** A network driver's own small state (e.g. BlueBubbles chat guids), kept in the database. */

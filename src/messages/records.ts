@@ -1,4 +1,5 @@
 import type { MediaRow, MessageRepository, ReactionRow, RecordRow } from "../db/port";
+import { directChatId } from "../vocabulary/chats";
 import type { MessageRecord } from "./schemas";
 import { isoTime } from "./time";
 
@@ -15,7 +16,8 @@ const msTime = (ms: number | null) => (ms === null ? null : isoTime(ms * 1000));
 export function toRecord(row: RecordRow, media: readonly MediaRow[] = [], reactions: readonly ReactionRow[] = []): MessageRecord {
   const record: MessageRecord = {
     id: row.id,
-    phone: row.phone,
+    // In a group our messages have no phone ('' stored): the chat is the recipient.
+    phone: row.phone === "" ? null : row.phone,
     message: row.body,
     direction: row.direction,
     timestamp: isoTime(row.timestamp),
@@ -29,6 +31,7 @@ export function toRecord(row: RecordRow, media: readonly MediaRow[] = [], reacti
     read_at: msTime(row.readAt),
     edited_at: msTime(row.editedAt),
     unsent_at: msTime(row.unsentAt),
+    chat_id: row.chatId ?? directChatId(row.phone),
   };
   if (row.error) record.error = row.error;
   if (row.sendAt !== null) record.send_at = isoTime(row.sendAt * 1000);

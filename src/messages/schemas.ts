@@ -111,17 +111,34 @@ const idSchema = z
 /** A message id of ours (`reply_to`): whether it exists, with the same contact, is the service's to say. */
 const replyToSchema = (description: string) => idSchema.optional().meta({ description });
 
+const isObject = ({ value }: { value: unknown }) => typeof value === "object" && value !== null;
+
+/** A send goes to a phone or a chat: exactly one of the two, named either way. */
+const phoneOrChat: [(input: { phone?: unknown; chat_id?: unknown }) => boolean, { path: string[]; message: string; when: typeof isObject }][] = [
+  [(input) => input.phone !== undefined || input.chat_id !== undefined, { path: ["phone"], message: "is required (or chat_id: exactly one of the two)", when: isObject }],
+  [(input) => input.phone === undefined || input.chat_id === undefined, { path: ["chat_id"], message: "cannot be given with phone: give exactly one of phone and chat_id", when: isObject }],
+];
+
+/** A chat's id in a body (`chat_id`): whether it exists is the service's to say. */
+export const chatIdField = z
+  .string(typeError("a string"))
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: "must be a chat id (dm_… or grp_…)" })
+  .meta({ description: "A chat's id (GET /api/chats): send into that chat, a group's included, instead of to `phone`.", example: "grp_0b5e4f7c2d1a49e8b6c3a2f1e0d9c8b7" });
+
 export const sendInput = (maxLength: number) =>
   z
     .object({
-      phone: phoneSchema,
+      phone: phoneSchema.optional().meta({ description: "E.164 phone number (or `chat_id`: exactly one of the two).", example: "+14155550123" }),
+      chat_id: chatIdField.optional(),
       message: messageTextSchema(maxLength).optional(),
       media: mediaInput.optional(),
       reply_to: replyToSchema(
-        "The id of a message with the same contact (sent or received) that this one answers. BlueBubbles sends it as a threaded reply; other networks keep it in the record only.",
+        "The id of a message in the same chat (sent or received) that this one answers. BlueBubbles sends it as a threaded reply; other networks keep it in the record only.",
       ),
       send_at: sendAtSchema.optional(),
     })
+    .refine(...phoneOrChat[0]!)
+    .refine(...phoneOrChat[1]!)
     .refine(...textOrMedia);
 
 const inboundFields = (maxLength: number) =>
@@ -135,8 +152,21 @@ const inboundFields = (maxLength: number) =>
 
 export const inboundInput = (maxLength: number) => inboundFields(maxLength).refine(...textOrMedia);
 
+/** A group chat as the loopback network describes it (its own id, name and the other participants). */
+const loopbackChat = z
+  .object({
+    id: idSchema.meta({ description: "The network's id of the group: the same id is the same chat.", example: "family" }),
+    name: z.string(typeError("a string")).max(100, { error: "must be at most 100 characters" }).nullable().optional().meta({ description: "The group's name." }),
+    participants: z
+      .array(phoneSchema, typeError("an array of E.164 phone numbers"))
+      .min(1, { error: "must hold at least 1 phone number" })
+      .max(32, { error: "must hold at most 32 phone numbers" })
+      .meta({ description: "The group's other people (E.164), without us; the sender is added when missing." }),
+  })
+  .meta({ description: "A group chat: with a message, the message is in that group and `phone` is its sender; alone, the group as it is now (renamed, participants changed)." });
+
 /** What the loopback webhook simulates besides a message: one of these instead of `message`/`media`. */
-const LOOPBACK_KINDS = ["reaction", "typing", "read", "edit", "unsend"] as const;
+const LOOPBACK_KINDS = ["reaction", "typing", "read", "edit", "unsend", "chat"] as const;
 // A literal, not z.boolean(): trpc-to-openapi coerces booleans in place, and "false" would become true.
 const trueOrFalse = () => z.literal([true, false], { error: "must be true or false" });
 /** Fields only a message takes. */
@@ -174,10 +204,12 @@ export const loopbackInput = (maxLength: number) =>
         .object({ id: idSchema.meta({ description: "The network id (`id` when it was delivered) of the contact's message." }) })
         .optional()
         .meta({ description: "The contact unsends one of their messages." }),
+      chat: loopbackChat.optional(),
     })
     .superRefine((input, ctx) => {
-      const given = LOOPBACK_KINDS.filter((kind) => input[kind] !== undefined);
       const isMessage = input.message !== undefined || input.media !== undefined;
+      // With a message, `chat` says where it is; alone, it is a group change.
+      const given = LOOPBACK_KINDS.filter((kind) => input[kind] !== undefined && !(kind === "chat" && isMessage));
       if (!isMessage && given.length === 0) ctx.addIssue({ code: "custom", path: ["message"], message: `is required (or media, or one of ${LOOPBACK_KINDS.join(", ")})` });
       const first = isMessage ? "a message" : given[0];
       for (const kind of isMessage ? given : given.slice(1)) ctx.addIssue({ code: "custom", path: [kind], message: `cannot be given with ${first}` });
@@ -219,6 +251,10 @@ export const pollInput = z.object({
     })
     .optional(),
   limit: wholeNumber(1, { default: MAX_PAGE, description: `Most messages returned, default and maximum ${MAX_PAGE}; more is clamped to ${MAX_PAGE}.` }),
+  chats: z
+    .enum(["direct", "all"], { error: "must be direct or all" })
+    .meta({ description: "`direct` (the default): messages of one-to-one chats only, as the spec's poll; `all`: group messages too (each with its `chat_id`), under the same cursor." })
+    .optional(),
 });
 
 /** A file of a message, as its record shows it. */
@@ -249,7 +285,10 @@ const momentOrNull = (description: string) => z.string().nullable().meta({ descr
 export const messageRecord = z
   .object({
     id: z.string(),
-    phone: z.string(),
+    phone: z
+      .string()
+      .nullable()
+      .meta({ description: "The contact (E.164). In a group chat: the sender of an inbound message, null for ours.", example: "+14155550123" }),
     message: z.string(),
     direction: z.enum(["outbound", "inbound"]),
     timestamp: z.string().meta({ description: "ISO 8601, UTC, microseconds", example: "2026-11-21T09:30:00.123456Z" }),
@@ -262,6 +301,7 @@ export const messageRecord = z
     read_at: momentOrNull("When it was read: ours by the contact (the network's read receipt), theirs by us (mark read)"),
     edited_at: momentOrNull("When it was last edited; `message` is the new text"),
     unsent_at: momentOrNull("When it was unsent; `message` is then empty"),
+    chat_id: z.string().meta({ description: "The chat it belongs to (GET /api/chats/{id}): a contact's direct chat (`dm_…`) or a group (`grp_…`).", example: "dm_14155550123" }),
   })
   .meta({ id: "Message" });
 

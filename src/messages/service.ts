@@ -2,11 +2,12 @@ import { writeOrRetry } from "../background";
 import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
 import type { NetworkDriver } from "../network";
-import { RecipientOptedOut, SendOutcomeUnknown } from "../network/driver";
+import { RecipientOptedOut, SendOutcomeUnknown, type OutboundMessage, type SendResult } from "../network/driver";
 import type { OptOutType } from "../vocabulary/messages";
 import type { Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import type { Recorder } from "../observability/recorder";
+import { chatTarget, type SendTarget } from "./chats";
 import { optedOutError, optOutAction } from "./opt-out";
 import { generatedAnswer, pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
@@ -52,11 +53,14 @@ export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, ph
   return contact.ourTyping;
 }
 
-/** The message an input's `field` (`reply_to`…) names: one of ours with the same contact, else 400. */
-export async function conversationMessage(messages: MessageRepository, phone: string, id: string, field: string): Promise<MessageRow> {
+/** The message an input's `field` (`reply_to`…) names: one of ours in the same conversation (the contact's direct chat, or the group), else 400. */
+export async function conversationMessage(messages: MessageRepository, to: string | SendTarget, id: string, field: string): Promise<MessageRow> {
   const named = await messages.get(id);
   if (!named) throw new AppError("BAD_REQUEST", `${field}: no message with this id`);
-  if (named.phone !== phone) throw new AppError("BAD_REQUEST", `${field}: that message is with another contact`);
+  const group = typeof to === "string" ? undefined : to.group;
+  if (group ? named.chatId !== group.id : named.chatId !== null || named.phone !== (typeof to === "string" ? to : to.phone)) {
+    throw new AppError("BAD_REQUEST", `${field}: that message is with another ${group ? "chat" : "contact"}`);
+  }
   return named;
 }
 
@@ -78,21 +82,24 @@ export const UNKNOWN_OUTCOME = "network: no answer in time; the status will foll
  */
 export async function sendMessage(
   deps: MessagingDeps,
-  input: { phone: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number },
+  input: { phone?: string; chat_id?: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number },
   idempotent?: IdempotentSend,
 ): Promise<MessageRecord> {
   // Checked here, not in the schema: a retry with the same Idempotency-Key after that time replays.
   const sendAt = input.send_at === undefined ? undefined : Math.ceil(input.send_at / 1000);
   const problem = sendAt === undefined ? undefined : sendAtProblem(sendAt, Date.now());
   if (problem) throw new AppError("BAD_REQUEST", `send_at: ${problem}`);
-  const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, input.phone, input.reply_to, "reply_to");
-  // Before any file is fetched: an opted-out contact costs nothing.
-  const ourTyping = await refuseOptedOut(deps.storage, input.phone);
+  // The input schema lets exactly one of the two through.
+  const target: SendTarget = input.chat_id !== undefined ? await chatTarget(deps, input.chat_id) : { phone: input.phone! };
+  const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, target, input.reply_to, "reply_to");
+  // Before any file is fetched: an opted-out contact costs nothing. In a group an opt-out mutes automated sends only (src/messages/chats.ts isChatMuted).
+  const ourTyping = target.group ? false : await refuseOptedOut(deps.storage, target.phone);
   // Media is fetched and kept before anything is stored: a file that cannot be had refuses the send.
   const kept = input.media?.length ? await fetchSendMedia(mediaDeps(deps), input.media.map((m) => m.url), deps.log) : [];
   const message: NewMessage = {
     id: Bun.randomUUIDv7(),
-    phone: input.phone,
+    phone: target.phone,
+    chatId: target.group?.id ?? null,
     body: input.message ?? "",
     direction: "outbound",
     status: sendAt === undefined ? "queued" : "scheduled",
@@ -122,7 +129,7 @@ export async function sendMessage(
   }
   deps.metrics?.message("outbound", row.network, row.status);
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
-  return sendStored(deps, row, ourTyping, { media: kept, replied });
+  return sendStored(deps, row, ourTyping, { media: kept, replied, chat: target.group?.networkId });
 }
 
 /** POST /api/send, and a workflow's keyed send: sendMessage, answered as the API answers it (src/messages/records.ts). */
@@ -140,20 +147,24 @@ export async function sendStored(
   deps: MessagingDeps,
   row: MessageRow,
   ourTyping: boolean,
-  known?: { media: readonly (KeptMedia | MediaRow)[]; replied: MessageRow | undefined },
+  known?: { media: readonly (KeptMedia | MediaRow)[]; replied: MessageRow | undefined; chat?: string | undefined },
+  via?: (message: OutboundMessage) => Promise<SendResult>,
 ): Promise<MessageRecord> {
   const { storage } = deps;
   const files = known?.media ?? (row.mediaCount > 0 ? ((await storage.messages.mediaOf([row.id])).get(row.id) ?? []) : []);
   const rows: MediaRow[] = files.map((m, position) => ("messageId" in m ? m : { ...m, messageId: row.id, position, createdAt: 0 }));
   const shown = (r: RecordRow) => toRecord(r, rows);
-  let result: Awaited<ReturnType<NetworkDriver["send"]>>;
+  let result: SendResult;
   try {
     // A network that threads gets the replied message's own id, when that network knows it.
     const replied = row.replyTo ? (known ? known.replied : await storage.messages.get(row.replyTo)) : undefined;
     const threadOn = replied?.network === deps.network.name ? replied.networkId : null;
-    result = await deps.network.send({
+    // A group's network id: as sendMessage has it, else read (a scheduled send).
+    const chat = row.chatId === null ? undefined : (known?.chat ?? (await storage.chats.get(row.chatId))?.networkId ?? undefined);
+    result = await (via ?? ((m: OutboundMessage) => deps.network.send(m)))({
       id: row.id,
       phone: row.phone,
+      ...(chat ? { chat } : {}),
       text: row.body,
       ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
       ...(threadOn ? { replyTo: threadOn } : {}),
@@ -196,14 +207,16 @@ function recordStatus(deps: MessagingDeps, id: string, write: () => Promise<unkn
 }
 
 /**
- * Stores a message the network delivered to us; the same network id twice stores it once.
- * An opt-out or opt-in keyword (src/messages/opt-out.ts) changes the contact's opt-out in
- * the same transaction as the message; a duplicate changes nothing.
+ * Stores a message the network delivered to us (`chatId`: in that group chat, `phone` its
+ * sender); the same network id twice stores it once. An opt-out or opt-in keyword
+ * (src/messages/opt-out.ts) changes the contact's opt-out in the same transaction as the
+ * message, and in a group also mutes (or, from the same participant, unmutes) automated
+ * sends to it; a duplicate changes nothing.
  */
 export async function recordInbound(
   storage: Storage,
   network: string,
-  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly KeptMedia[] },
+  input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly KeptMedia[]; chatId?: string },
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
   const media = input.media ?? [];
   const action = optOutAction(input.message, input.optOutType);
@@ -218,9 +231,13 @@ export async function recordInbound(
       networkId: input.networkId ?? null,
       optOutType: input.optOutType ?? null,
       replyTo: input.replyTo ?? null,
+      chatId: input.chatId ?? null,
       ...(media.length ? { media: media.map(({ sourceUrl: _, ...m }) => m) } : {}),
     });
-    if (action && stored.created) await repos.contacts.setOptedOut(input.phone, action === "out");
+    if (action && stored.created) {
+      await repos.contacts.setOptedOut(input.phone, action === "out");
+      if (input.chatId) await (action === "out" ? repos.chats.mute(input.chatId, input.phone) : repos.chats.unmute(input.chatId, input.phone));
+    }
     return stored;
   };
   // Only keyword messages need the transaction; the others are one insert.
@@ -236,9 +253,9 @@ export async function listHistory(messages: MessageRepository, input: { phone: s
   return pageAnswer(await toRecords(messages, rows), total, limit, input.offset);
 }
 
-/** Inbound messages after `since` (exclusive; omitted: from the first), oldest first. */
-export async function pollInbound(messages: MessageRepository, input: { since?: number; phone?: string; limit: number }) {
+/** Inbound messages after `since` (exclusive; omitted: from the first), oldest first; of direct chats only unless `chats` is `all`. */
+export async function pollInbound(messages: MessageRepository, input: { since?: number; phone?: string; limit: number; chats?: "direct" | "all" }) {
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone);
+  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone, input.chats === "all");
   return pollAnswer(await toRecords(messages, rows), hasMore);
 }

@@ -31,9 +31,19 @@ export interface OutboundMedia {
   url(): Promise<string>;
 }
 
+/** A group chat as the network knows it: its own id of it, its name and its other participants (E.164). */
+export interface GroupInfo {
+  networkId: string;
+  name: string | null;
+  participants: string[];
+}
+
 /** A message the network delivered to us. */
 export interface InboundEvent {
+  /** The contact; in a group, the sender. */
   phone: string;
+  /** In a group chat: the chat. */
+  chat?: GroupInfo;
   /** Empty when only media came. */
   message: string;
   media?: InboundMedia[];
@@ -93,7 +103,7 @@ export interface EditEvent {
   at: number;
 }
 
-/** What a network reported; every list may be empty. */
+/** What a network reported; every list may be empty. `chats`: group chats as they are after a change (renamed, participants), on networks with groups. */
 export interface WebhookEvents {
   inbound: InboundEvent[];
   statuses: StatusEvent[];
@@ -101,15 +111,21 @@ export interface WebhookEvents {
   typing: TypingEvent[];
   reads: ReadEvent[];
   edits: EditEvent[];
+  chats?: GroupInfo[];
 }
 
 /** Reports of nothing but these inbound messages and statuses. */
 export const webhookEvents = (inbound: InboundEvent[], statuses: StatusEvent[]): WebhookEvents => ({ inbound, statuses, reactions: [], typing: [], reads: [], edits: [] });
 
-/** A message on the network: its network id and the contact's phone (the conversation). */
-export interface MessageTarget {
-  networkId: string;
+/** A conversation: the contact's phone, or in a group chat the network's id of the chat (`phone` is then ''). */
+export interface Conversation {
   phone: string;
+  chat?: string;
+}
+
+/** A message on the network: its network id and its conversation. */
+export interface MessageTarget extends Conversation {
+  networkId: string;
 }
 
 /**
@@ -148,10 +164,11 @@ export interface DriverState {
   set(key: string, value: string): Promise<void>;
 }
 
-/** What a driver sends. */
+/** What a driver sends: to `phone`, or into the group chat `chat` (the network's id of it; `phone` is then ''). */
 export interface OutboundMessage {
   id: string;
   phone: string;
+  chat?: string;
   text: string;
   media?: OutboundMedia[];
   replyTo?: string;
@@ -190,12 +207,22 @@ export interface NetworkDriver {
    * is BAD_GATEWAY naming the network.
    */
   react?(target: MessageTarget, reaction: Reaction, remove: boolean): Promise<void>;
-  /** Starts or stops our typing indicator in the conversation. */
-  typing?(phone: string, on: boolean): Promise<void>;
-  /** Tells the contact we read the conversation. */
-  markRead?(phone: string): Promise<void>;
+  /** Starts or stops our typing indicator in the conversation (`chat`: the group, the network's id of it; `phone` is then ''). */
+  typing?(phone: string, on: boolean, chat?: string): Promise<void>;
+  /** Tells the contact (or the group `chat`) we read the conversation. */
+  markRead?(phone: string, chat?: string): Promise<void>;
   /** Edits one of our messages. */
   edit?(target: MessageTarget, text: string): Promise<void>;
   /** Unsends one of our messages. */
   unsend?(target: MessageTarget): Promise<void>;
+  /**
+   * Group chats (capability `groups`; these four are present exactly when it is, and throw as
+   * `react` does). `createGroup` makes a group by sending its first message (`id` and `text` as
+   * `send` takes them) and returns the send's result with the new chat.
+   */
+  createGroup?(group: { id: string; participants: string[]; name?: string; text: string }): Promise<SendResult & { chat: GroupInfo }>;
+  /** Renames the group `chat` (the network's id of it). */
+  renameGroup?(chat: string, name: string): Promise<void>;
+  /** Adds (`add`) or removes a participant of the group `chat`. */
+  setParticipant?(chat: string, phone: string, add: boolean): Promise<void>;
 }

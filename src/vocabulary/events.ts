@@ -9,5 +9,6 @@ export const EVENT_TYPES = [
   "message.edited",
   "message.unsent",
   "contact.typing",
+  "chat.updated",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -14,6 +14,8 @@ export interface PendingMessage {
   status: "queued" | "sent";
   /** When it was stored (ms since the epoch). */
   createdAt: number;
+  /** In a group chat: the network's id of the chat (`phone` is then ''); null in a direct chat. */
+  chatNetworkId: string | null;
 }
 
 /** An idempotency key's row: `pending` while its request runs, `done` once its answer is kept. */

@@ -6,7 +6,7 @@ import { MAX_PAGE, phoneSchema, reactInput, sendInput } from "../messages/schema
 import { isoTime, parseIsoInstant } from "../messages/time";
 import { microClock } from "../vocabulary/time";
 import type { MessagingBackend } from "./backend";
-import type { NetworkInfo, SentMessage, WorkflowContext } from "./define";
+import type { NetworkInfo, PolledMessage, SentMessage, WorkflowContext } from "./define";
 import type { WorkflowRepository } from "../db/port";
 import { getState, setState } from "./store";
 
@@ -51,7 +51,8 @@ export function createWorkflowContext(opts: {
   };
   const send = async (input: { phone: string; message?: string; media?: { url: string }[]; reply_to?: string }, idempotency?: { key: string; anyText: boolean }) => {
     live();
-    const valid = parseInput(sendInput(opts.maxMessageLength), input);
+    // A workflow sends to a phone: the schema's other target (chat_id) is not in its input.
+    const valid = { ...parseInput(sendInput(opts.maxMessageLength), input), phone: input.phone };
     const shown = { phone: valid.phone, message: valid.message ?? "" };
     let sent: SentMessage;
     if (dryRun) {
@@ -76,7 +77,8 @@ export function createWorkflowContext(opts: {
       for (const m of messages) track.handled.add(m.id);
       // A filtered poll is a view: moving the cursor past it would skip other contacts.
       if (!phone && messages.length) track.cursor = parseIsoInstant(messages[messages.length - 1]!.timestamp) ?? track.cursor;
-      return messages;
+      // A default poll is of direct chats: every inbound message there has its contact's phone.
+      return messages as PolledMessage[];
     },
     async history(phone, o = {}) {
       live();

@@ -12,6 +12,9 @@ export type { MessageRecord } from "../messages/schemas";
 export type { NetworkCapabilities } from "../vocabulary/network";
 export type { Reaction } from "../vocabulary/reactions";
 
+/** A polled message: an inbound one of a direct chat, so its `phone` is the contact's. */
+export type PolledMessage = MessageRecord & { phone: string };
+
 /** The network this deployment runs on, as GET /api/network answers it. */
 export interface NetworkInfo {
   name: string;
@@ -38,7 +41,7 @@ export interface SentMessage {
 
 export interface WorkflowContext {
   /** Inbound messages after this workflow's cursor, oldest first. Each call continues after the last. */
-  poll(opts?: { phone?: string; limit?: number }): Promise<MessageRecord[]>;
+  poll(opts?: { phone?: string; limit?: number }): Promise<PolledMessage[]>;
   /** One contact's messages, newest first. */
   history(phone: string, opts?: { limit?: number; offset?: number }): Promise<{ messages: MessageRecord[]; total: number }>;
   /** A reply written by the generator (stored, not sent). */
@@ -52,7 +55,7 @@ export interface WorkflowContext {
    * Replies to an inbound message (`reply_to` is its id: a threaded reply where the network
    * threads): at most one reply per inbound message, whatever the text.
    */
-  reply(inbound: Pick<MessageRecord, "id" | "phone">, message: string): Promise<SentMessage>;
+  reply(inbound: Pick<PolledMessage, "id" | "phone">, message: string): Promise<SentMessage>;
   /**
    * Whether the contact opted out (replied STOP and not START since). `send` and `reply` to
    * such a contact throw an AppError with code FORBIDDEN (`isOptedOut(err)`).

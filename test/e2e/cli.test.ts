@@ -310,7 +310,7 @@ describe("reactions, edits, unsends, typing and read marks", () => {
   test("network prints the network's capabilities", async () => {
     expect(json(await cli("network"))).toEqual({
       name: "loopback",
-      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true },
     });
   });
 

@@ -93,11 +93,11 @@ async function getContact(phone: string): Promise<Contact> {
   return ok(await call<{ contact: Contact }>(server, "GET", `/api/contacts/${encodeURIComponent(phone)}`), "GET /api/contacts").contact;
 }
 
-test("GET /api/network: the loopback network can do everything but group chats", async () => {
+test("GET /api/network: the loopback network can do everything, group chats included", async () => {
   const body = ok(await call(server, "GET", "/api/network"), "GET /api/network");
   expect(body).toEqual({
     success: true,
-    network: { name: "loopback", capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true } },
+    network: { name: "loopback", capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true } },
   });
 });
 

@@ -159,7 +159,7 @@ describe("each event type is pushed, signed, as the events list shows it", () =>
     await receivedAll(r, events.map((e) => e.id));
 
     const received = events.find((e) => e.type === "message.received" && e.data.id === got.message_id)!;
-    expect(received.data).toEqual({ id: got.message_id, phone, message: "hello there", direction: "inbound", timestamp: received.data.timestamp, status: "received", reply_to: null, media: [], reactions: [], read_at: null, edited_at: null, unsent_at: null });
+    expect(received.data).toEqual({ id: got.message_id, phone, message: "hello there", direction: "inbound", timestamp: received.data.timestamp, status: "received", reply_to: null, media: [], reactions: [], read_at: null, edited_at: null, unsent_at: null, chat_id: `dm_${phone.slice(1)}` });
     const statusEvent = events.find((e) => e.type === "message.status_updated" && e.data.id === sent.message_id)!;
     expect(statusEvent.data.status).toBe("delivered");
     expect(statusEvent.data.previous_status).toBe("queued");

@@ -207,7 +207,7 @@ test(
 
     expect(remotely).toEqual(locally);
     expect(locally).toEqual({
-      network: { name: "loopback", capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true } },
+      network: { name: "loopback", capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true } },
       reactions: [["love", "outbound", null]],
       unknown: [true, "NOT_FOUND"],
       typing: true,

@@ -46,13 +46,18 @@ test("a database migrated by an earlier version opens, keeps its rows and gets t
   const storage = openSqliteStorage(file);
   try {
     // Rows stored before gain the new columns' defaults: no reply, no send time, no media.
-    expect(await storage.messages.get("m1")).toMatchObject({ body: "old", replyTo: null, sendAt: null, mediaCount: 0 });
+    expect(await storage.messages.get("m1")).toMatchObject({ body: "old", replyTo: null, sendAt: null, mediaCount: 0, chatId: null });
+    // The message stored before chats is in its contact's direct chat, made by the migration.
+    expect(await storage.chats.get("dm_14155550123")).toEqual({
+      id: "dm_14155550123", kind: "direct", name: null, participants: ["+14155550123"], network: null, networkId: null, createdAt: 5, lastMessageAt: 5, messages: 1,
+    });
     expect(storage.sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: total });
     // The contact its message counted is not opted out, and opting out keeps the count.
     expect(await storage.contacts.get("+14155550123")).toEqual({ phone: "+14155550123", optedOut: false, optedOutAt: null });
     expect((await storage.contacts.setOptedOut("+14155550123", true)).optedOut).toBe(true);
     expect((await storage.messages.insert({ id: "m2", phone: "+14155550123", body: "new", direction: "outbound", status: "queued", network: "loopback", networkId: null })).row.timestamp).toBeGreaterThan(5);
     expect((await storage.messages.history("+14155550123", 10, 0)).total).toBe(2);
+    expect(await storage.chats.get("dm_14155550123")).toMatchObject({ messages: 2, lastMessageAt: (await storage.messages.get("m2"))!.timestamp });
     // The triggers still write events, after every earlier one.
     const m3 = (await storage.messages.insert({ id: "m3", phone: "+14155550123", body: "in", direction: "inbound", status: "received", network: "loopback", networkId: null })).row;
     expect((await storage.webhooks.events(0, 10)).rows.at(-1)).toMatchObject({ type: "message.received", timestamp: m3.timestamp, message: { id: "m3", mediaCount: 0 } });
@@ -80,13 +85,18 @@ describePostgres("PostgreSQL migrations", (db) => {
     const storage = await openPostgresStorage(db().url, 2);
     try {
       // Rows stored before gain the new columns' defaults: no reply, no send time, no media.
-      expect(await storage.messages.get("m1")).toMatchObject({ body: "old", replyTo: null, sendAt: null, mediaCount: 0 });
+      expect(await storage.messages.get("m1")).toMatchObject({ body: "old", replyTo: null, sendAt: null, mediaCount: 0, chatId: null });
+      // The message stored before chats is in its contact's direct chat, made by the migration.
+      expect(await storage.chats.get("dm_14155550123")).toEqual({
+        id: "dm_14155550123", kind: "direct", name: null, participants: ["+14155550123"], network: null, networkId: null, createdAt: 5, lastMessageAt: 5, messages: 1,
+      });
       expect((await storage.pool.query("SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations")).rows).toEqual([{ n: total }]);
       // The contact its message counted is not opted out, and opting out keeps the count.
       expect(await storage.contacts.get("+14155550123")).toEqual({ phone: "+14155550123", optedOut: false, optedOutAt: null });
       expect((await storage.contacts.setOptedOut("+14155550123", true)).optedOut).toBe(true);
       await storage.messages.insert({ id: "m2", phone: "+14155550123", body: "new", direction: "inbound", status: "received", network: "loopback", networkId: null });
       expect((await storage.messages.history("+14155550123", 10, 0)).total).toBe(2);
+      expect(await storage.chats.get("dm_14155550123")).toMatchObject({ messages: 2 });
       // A run that was running before the migration still reports its failure.
       await storage.workflows.endRun("r1", { status: "error", error: "boom", handled: 0 });
       const events = (await storage.webhooks.events(0, 10)).rows;

@@ -183,7 +183,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(polled.messages.map((m) => m.media.length)).toEqual([0, 1]);
       expect((await pollInbound(messages, { limit: 1 })).messages).toEqual([
         { id: plain.id, phone: A, message: "hi", direction: "inbound", timestamp: expect.any(String), status: "received", reply_to: null, media: [],
-          reactions: [], read_at: null, edited_at: null, unsent_at: null },
+          reactions: [], read_at: null, edited_at: null, unsent_at: null, chat_id: `dm_${A.slice(1)}` },
       ]);
     });
   });
@@ -270,6 +270,7 @@ describe.each(dialects)("on $name", (dialect) => {
           readAt: null,
           editedAt: null,
           unsentAt: null,
+          chatId: null,
         },
         expect.objectContaining({ id: middle.id, sendAt: middle.sendAt }),
       ]);

@@ -122,7 +122,7 @@ describe("sendInput: field errors name the field and the problem", () => {
 
   test("missing fields are 'is required'", () => {
     expect(problems(send.safeParse({}))).toEqual([
-      ["phone", "is required"],
+      ["phone", "is required (or chat_id: exactly one of the two)"],
       ["message", "is required (or media)"],
     ]);
   });

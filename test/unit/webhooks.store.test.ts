@@ -69,7 +69,7 @@ describe.each(dialects)("events written by the database on $name", (dialect) => 
         type: "message.received",
         timestamp: expect.any(Number),
         message: { id: row.id, phone: PHONE, body: "hi", direction: "inbound", status: "received", timestamp: row.timestamp, error: null, replyTo: null, sendAt: null, mediaCount: 0,
-          reactionCount: 0, readAt: null, editedAt: null, unsentAt: null },
+          reactionCount: 0, readAt: null, editedAt: null, unsentAt: null, chatId: null },
         previousStatus: null,
         data: null,
       },

@@ -19,7 +19,7 @@ function NewMessageDialog({ onClose }: { onClose: () => void }) {
       onSuccess: (_answer, input) => {
         refresh();
         onClose();
-        navigate(threadPath(input.phone));
+        navigate(threadPath(input.phone!));
       },
     }),
   );

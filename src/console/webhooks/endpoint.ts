@@ -23,6 +23,7 @@ const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "message.edited": "a message was edited",
   "message.unsent": "a message was unsent",
   "contact.typing": "a contact started or stopped typing",
+  "chat.updated": "a group chat was renamed or its participants changed",
 };
 
 export const EVENT_TYPES = Object.entries(EVENT_DESCRIPTIONS).map(([type, description]) => ({ type, description }));

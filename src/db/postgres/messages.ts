@@ -1,12 +1,12 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../../vocabulary/message-status";
-import { bySendAt, historyPage, messages, newRow, record, row, scheduledPage, UNREAD } from "../messages";
+import { bySendAt, DIRECT, historyPage, messages, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../messages";
 import { PG_NOW_MS, PG_NOW_US, sql, type Sql } from "../sql";
 import { bind, prepare, type Run } from "./sql";
 
 /** RECORD as read from a subquery `m` that selected it. */
 const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m."replyTo", m."sendAt", m."mediaCount",
-  m."reactionCount", m."readAt", m."editedAt", m."unsentAt"`;
+  m."reactionCount", m."readAt", m."editedAt", m."unsentAt", m."chatId"`;
 
 /**
  * Stores messages in one statement: the one clock (message_clock,
@@ -19,13 +19,13 @@ const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, 
 const insertText = (withMedia: boolean) =>
   `WITH input AS (
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                          $10::text[], $11::bigint[], $12::int[])
-       WITH ORDINALITY AS i(id, phone, body, direction, status, network, network_id, error, opt_out_type, reply_to, send_at, media_count, n)
+                          $10::text[], $11::bigint[], $12::text[], $13::int[])
+       WITH ORDINALITY AS i(id, phone, body, direction, status, network, network_id, error, opt_out_type, reply_to, send_at, chat_id, media_count, n)
    ), clock AS (
-     UPDATE message_clock SET t = greatest(t + $13::bigint, ${PG_NOW_US} + $13::bigint - 1) RETURNING t
+     UPDATE message_clock SET t = greatest(t + $14::bigint, ${PG_NOW_US} + $14::bigint - 1) RETURNING t
    ), stored AS (
-     INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count)
-     SELECT id, phone, body, direction, status, clock.t - $13 + n, network, network_id, error, clock.t - $13 + n, opt_out_type, reply_to, send_at, media_count
+     INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, chat_id, media_count)
+     SELECT id, phone, body, direction, status, clock.t - $14 + n, network, network_id, error, clock.t - $14 + n, opt_out_type, reply_to, send_at, chat_id, media_count
      FROM input, clock
      ON CONFLICT (network, direction, network_id) DO NOTHING
      RETURNING id, timestamp
@@ -34,15 +34,15 @@ const insertText = (withMedia: boolean) =>
        ? `, files AS (
      INSERT INTO media (id, message_id, position, content_type, size, store_key, created_at)
      SELECT f.id, f.message_id, f.position, f.content_type, f.size, f.store_key, ${PG_NOW_MS}
-     FROM unnest($14::text[], $15::text[], $16::int[], $17::text[], $18::bigint[], $19::text[]) AS f(id, message_id, position, content_type, size, store_key)
+     FROM unnest($15::text[], $16::text[], $17::int[], $18::text[], $19::bigint[], $20::text[]) AS f(id, message_id, position, content_type, size, store_key)
      JOIN stored ON stored.id = f.message_id
    )`
        : ""
    }
    SELECT id, timestamp FROM stored`;
 const insert: Sql<unknown> = { name: "messages.insert", text: insertText(false) };
-/** The fields of a new message in the order of the insert's arrays $1…$11. */
-const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt"] as const;
+/** The fields of a new message in the order of the insert's arrays $1…$12. */
+const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt", "chatId"] as const;
 /** The same with the messages' media, stored only for the messages stored (a known network id stores neither). */
 const insertWithMedia: Sql<unknown> = { name: "messages.insertWithMedia", text: insertText(true) };
 const MAX_BATCH = 200;
@@ -63,7 +63,7 @@ const paged = ({ rows }: { rows: (RecordRow & { total: number })[] }) => ({
 });
 const conversations = prepare(sql<ConversationRow>("messages.conversations", `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
-   CROSS JOIN LATERAL (SELECT ${record()} FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1) m
+   CROSS JOIN LATERAL (SELECT ${record()} FROM messages WHERE phone = c.phone AND ${DIRECT} ORDER BY timestamp DESC, id DESC LIMIT 1) m
    WHERE c.messages > 0 AND ($search::text IS NULL OR strpos(c.phone, $search) > 0)
    ORDER BY m.timestamp DESC, m.id DESC
    LIMIT $limit`));

@@ -1,4 +1,5 @@
 import { apiKeys } from "../api-keys";
+import { chats } from "../chats";
 import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
@@ -49,6 +50,7 @@ const purgeOldEvents = prepare(purgeEvents);
 export function postgresRepositories(run: Run, batch = false): Repositories {
   return {
     messages: postgresMessages(run, batch),
+    chats: bind(run, chats),
     contacts: bind(run, contacts),
     idempotency: {
       ...bind(run, idempotency),

@@ -1,10 +1,11 @@
 import type { Database } from "bun:sqlite";
 import { apiKeys } from "../api-keys";
+import { chats } from "../chats";
 import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
-import { byNetworkId, bySendAt, historyPage, messages, newest, newRow, record, row, scheduledPage, UNREAD } from "../messages";
+import { byNetworkId, bySendAt, DIRECT, historyPage, messages, newest, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
 import { networkState } from "../network-state";
 import { sessions } from "../sessions";
@@ -17,8 +18,8 @@ import { statements } from "./statements";
 // What only SQLite runs: the process clock for message timestamps, snapshots as read
 // transactions, claims as a read then an update under the write lock.
 
-const insertRow = sql("", `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count)
-   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt, $optOutType, $replyTo, $sendAt, $mediaCount)`);
+const insertRow = sql("", `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count, chat_id)
+   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt, $optOutType, $replyTo, $sendAt, $mediaCount, $chatId)`);
 const insertMedia = sql("", `INSERT INTO media (id, message_id, position, content_type, size, store_key, created_at)
    VALUES ($id, $messageId, $position, $contentType, $size, $storeKey, {now_ms})`);
 const historyRows = sql<RecordRow>("", historyPage);
@@ -28,7 +29,7 @@ const scheduledRows = sql<RecordRow>("", scheduledPage);
 const scheduledTotal = sql<{ n: number }>("", `SELECT count(*) AS n FROM messages WHERE status = 'scheduled'`);
 const conversations = sql<Omit<ConversationRow, "optedOut"> & { optedOut: number }>("", `SELECT ${record("m.")}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
-   JOIN messages m ON m.id = (SELECT id FROM messages WHERE phone = c.phone ORDER BY timestamp DESC, id DESC LIMIT 1)
+   JOIN messages m ON m.id = (SELECT id FROM messages WHERE phone = c.phone AND ${DIRECT} ORDER BY timestamp DESC, id DESC LIMIT 1)
    WHERE c.messages > 0 AND ($search IS NULL OR instr(c.phone, $search) > 0)
    ORDER BY m.timestamp DESC, m.id DESC
    LIMIT $limit`);
@@ -113,6 +114,7 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
       conversations: ({ search, limit }) => q.conversations.all({ search: search ?? null, limit }).map((r) => ({ ...r, optedOut: r.optedOut === 1 })),
       claimDueScheduled: (limit) => (due.anyDueScheduled.get() ? due.claimScheduled.all({ limit }).sort(bySendAt) : []),
     },
+    chats: bind(chats),
     contacts: bind(contacts),
     idempotency: {
       ...bind(idempotency),

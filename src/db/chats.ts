@@ -1,0 +1,81 @@
+import type { ChatKind } from "../vocabulary/chats";
+import { all, changed, declare, get, run, sql } from "./sql";
+
+export interface ChatRow {
+  id: string;
+  kind: ChatKind;
+  name: string | null;
+  /** E.164 numbers, without us. */
+  participants: string[];
+  /** A group's network and that network's id of it; null for direct chats. */
+  network: string | null;
+  networkId: string | null;
+  /** µs. */
+  createdAt: number;
+  /** µs; null until its first message. */
+  lastMessageAt: number | null;
+  messages: number;
+}
+
+export type NewChat = Pick<ChatRow, "id" | "kind" | "name" | "participants" | "network" | "networkId">;
+
+/**
+ * Chats: a direct chat is made by its contact's first message, a group chat by `create`;
+ * `messages` and `lastMessageAt` are kept by triggers on `messages` (see the migrations).
+ */
+export interface ChatRepository {
+  get(id: string): Promise<ChatRow | undefined>;
+  /** A group by the network's id of it. */
+  byNetworkId(network: string, networkId: string): Promise<ChatRow | undefined>;
+  /** Latest activity first (a chat without messages by its creation), of `kind` when given, and how many in all, from one statement. */
+  list(kind: ChatKind | undefined, limit: number, offset: number): Promise<{ rows: ChatRow[]; total: number }>;
+  /** One statement: stores a group (created now); with its network id already stored, nothing (undefined). */
+  create(chat: NewChat): Promise<ChatRow | undefined>;
+  /** The row locked until the end of the transaction (PostgreSQL; SQLite's write transaction holds every row). */
+  lockForUpdate(id: string): Promise<ChatRow | undefined>;
+  /** Sets the name and participants. The row as it is then, undefined when no such chat. */
+  update(id: string, patch: { name: string | null; participants: readonly string[] }): Promise<ChatRow | undefined>;
+  /** One statement: `phone` mutes the chat (a STOP there). False when it already did. */
+  mute(chatId: string, phone: string): Promise<boolean>;
+  /** One statement: `phone` no longer mutes it (a START there). False when it did not. */
+  unmute(chatId: string, phone: string): Promise<boolean>;
+  /** Whether anyone mutes the chat. */
+  muted(chatId: string): Promise<boolean>;
+}
+
+const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages`;
+type Stored = Omit<ChatRow, "participants"> & { participants: string[] | string };
+/** SQLite keeps the list as JSON text, PostgreSQL as a text[]. */
+export const chatRow = (row: Stored | undefined): ChatRow | undefined =>
+  row && { ...row, participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants, messages: Number(row.messages) };
+
+const byId = sql<Stored>("chats.get", `SELECT ${ROW} FROM chats WHERE id = $id`);
+const byNetworkId = sql<Stored>("chats.byNetworkId", `SELECT ${ROW} FROM chats WHERE network = $network AND network_id = $networkId`);
+const lock = sql<Stored>("chats.lockForUpdate", `SELECT ${ROW} FROM chats WHERE id = $id {for_update}`);
+// The total rides on every row of the page, and on a row of nulls when the page is empty.
+const list = sql<Stored & { total: number }>("chats.list", `SELECT t.total, c.* FROM (SELECT count(*) AS total FROM chats WHERE ($kind::text IS NULL OR kind = $kind)) t
+   LEFT JOIN (SELECT ${ROW}, coalesce(last_message_at, created_at) AS active FROM chats WHERE ($kind::text IS NULL OR kind = $kind)
+     ORDER BY coalesce(last_message_at, created_at) DESC, id DESC LIMIT $limit OFFSET $offset) c ON true
+   ORDER BY c.active DESC, c.id DESC`);
+const create = sql<Stored>("chats.create", `INSERT INTO chats (id, kind, name, participants, network, network_id, created_at, messages)
+   VALUES ($id, $kind, $name, $participants::text[], $network, $networkId, {now_us}, 0)
+   ON CONFLICT (network, network_id) DO NOTHING RETURNING ${ROW}`);
+const update = sql<Stored>("chats.update", `UPDATE chats SET name = $name, participants = $participants::text[] WHERE id = $id RETURNING ${ROW}`);
+const mute = sql("chats.mute", `INSERT INTO chat_mutes (chat_id, phone, created_at) VALUES ($chatId, $phone, {now_ms}) ON CONFLICT (chat_id, phone) DO NOTHING`);
+const unmute = sql("chats.unmute", `DELETE FROM chat_mutes WHERE chat_id = $chatId AND phone = $phone`);
+const muted = sql<{ muted: number }>("chats.muted", `SELECT 1 AS muted FROM chat_mutes WHERE chat_id = $chatId LIMIT 1`);
+
+export const chats = declare<ChatRepository>()({
+  get: get(byId, (id) => ({ id }), chatRow),
+  byNetworkId: get(byNetworkId, (network, networkId) => ({ network, networkId }), chatRow),
+  list: all(list, (kind, limit, offset) => ({ kind: kind ?? null, limit, offset }), (rows) => ({
+    rows: rows[0]?.id == null ? [] : rows.map(({ total: _, active: __, ...r }: Stored & { total: number; active?: number }) => chatRow(r)!),
+    total: Number(rows[0]?.total ?? 0),
+  })),
+  create: get(create, (chat) => ({ ...chat }), chatRow),
+  lockForUpdate: get(lock, (id) => ({ id }), chatRow),
+  update: get(update, (id, patch) => ({ id, name: patch.name, participants: patch.participants }), chatRow),
+  mute: run(mute, (chatId, phone) => ({ chatId, phone }), changed),
+  unmute: run(unmute, (chatId, phone) => ({ chatId, phone }), changed),
+  muted: get(muted, (chatId) => ({ chatId }), (row) => row !== undefined),
+});

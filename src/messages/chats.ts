@@ -1,0 +1,123 @@
+import type { ChatRow, Repositories, Storage } from "../db/port";
+import { AppError } from "../errors";
+import type { GroupInfo, NetworkDriver } from "../network/driver";
+import { directChatPhone, type ChatKind } from "../vocabulary/chats";
+import type { ChatRecord } from "./chat-schemas";
+import { pageAnswer, toRecords } from "./records";
+import { MAX_PAGE } from "./schemas";
+import { isoTime } from "./time";
+
+/** A chat as clients see it. */
+export function toChatRecord(row: ChatRow): ChatRecord {
+  return {
+    id: row.id,
+    kind: row.kind,
+    name: row.name,
+    participants: row.participants,
+    created_at: isoTime(row.createdAt),
+    last_message_at: row.lastMessageAt === null ? null : isoTime(row.lastMessageAt),
+  };
+}
+
+/** The chat `id` names, or 404 (`field` names where the id came from when it is not the path's). */
+export async function chatById(repos: Pick<Repositories, "chats">, id: string, field?: string): Promise<ChatRow> {
+  const row = await repos.chats.get(id);
+  if (row) return row;
+  if (field) throw new AppError("BAD_REQUEST", `${field}: no chat with this id`);
+  throw new AppError("NOT_FOUND", `chat ${id} not found`);
+}
+
+/** GET /api/chats: latest activity first, of `kind` when given; `limit` clamped to 100. */
+export async function listChats(storage: Pick<Repositories, "chats">, input: { kind?: ChatKind; limit: number; offset: number }) {
+  const limit = Math.min(input.limit, MAX_PAGE);
+  const { rows, total } = await storage.chats.list(input.kind, limit, input.offset);
+  return { success: true, chats: rows.map(toChatRecord), total, limit, offset: input.offset };
+}
+
+/** GET /api/chats/{id}/messages: a direct chat's is its contact's history; a group's, newest first, as history. */
+export async function listChatMessages(storage: Pick<Repositories, "chats" | "messages">, input: { id: string; limit: number; offset: number }) {
+  const chat = await chatById(storage, input.id);
+  const phone = chat.kind === "direct" ? directChatPhone(chat.id) : undefined;
+  const limit = Math.min(input.limit, MAX_PAGE);
+  const { rows, total } = phone ? await storage.messages.history(phone, limit, input.offset) : await storage.messages.chatHistory(chat.id, limit, input.offset);
+  return pageAnswer(await toRecords(storage.messages, rows), total, limit, input.offset);
+}
+
+/** A group chat on this network, or 422 when the network has no groups (`field` names the request's field). */
+export function requireGroups(network: NetworkDriver, field: string): void {
+  if (!network.capabilities.groups) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot do group chats`);
+}
+
+/** Where a send goes: a contact (`group` absent) or a group chat, which the network must know. */
+export type SendTarget = { phone: string; group?: undefined } | { phone: ""; group: ChatRow & { networkId: string } };
+
+/**
+ * The target of a send that names `chat_id`: a direct chat is its contact's phone (sent as any
+ * send to a phone is); a group needs a network with groups, the group's own network (422), and
+ * the chat on it (409 when its creation never reached the network).
+ */
+export async function chatTarget(deps: { storage: Pick<Repositories, "chats">; network: NetworkDriver }, chatId: string): Promise<SendTarget> {
+  const chat = await chatById(deps.storage, chatId, "chat_id");
+  if (chat.kind === "direct") return { phone: directChatPhone(chat.id)! };
+  requireGroups(deps.network, "chat_id");
+  if (chat.network !== deps.network.name) throw new AppError("UNPROCESSABLE_CONTENT", `chat_id: the chat is on the ${chat.network} network, not ${deps.network.name}`);
+  if (chat.networkId === null) throw new AppError("CONFLICT", `chat_id: chat ${chat.id} is not on the network (its creation failed)`);
+  return { phone: "", group: { ...chat, networkId: chat.networkId } };
+}
+
+/** A group chat the caller names (the path's `id`): 404 when none, 409 when it is a direct chat. */
+export async function groupById(repos: Pick<Repositories, "chats">, id: string): Promise<ChatRow> {
+  const chat = await chatById(repos, id);
+  if (chat.kind !== "group") throw new AppError("CONFLICT", `chat ${id} is a direct chat: only a group has a name and participants to change`);
+  return chat;
+}
+
+/** A new group chat's id. */
+export const newGroupId = () => `grp_${Bun.randomUUIDv7().replaceAll("-", "")}`;
+
+/**
+ * The group chat a network's message is in: the stored one, or made now from what the network
+ * said of it (two deliveries racing both end with the one the unique network id kept).
+ */
+export async function groupChat(storage: Pick<Repositories, "chats">, network: string, info: GroupInfo): Promise<ChatRow> {
+  const known = await storage.chats.byNetworkId(network, info.networkId);
+  if (known) return known;
+  const made = await storage.chats.create({ id: newGroupId(), kind: "group", name: info.name, participants: unique(info.participants), network, networkId: info.networkId });
+  return made ?? (await storage.chats.byNetworkId(network, info.networkId))!;
+}
+
+const unique = (phones: readonly string[]) => [...new Set(phones)];
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((p, i) => p === b[i]);
+
+/**
+ * A group's name or participants changed: stored, and event `chat.updated` (data: the chat
+ * record) in the same transaction, when anything changed. The chat as it is then.
+ */
+export async function updateGroup(
+  storage: Storage,
+  id: string,
+  change: (chat: ChatRow) => { name: string | null; participants: readonly string[] },
+): Promise<{ chat: ChatRow; changed: boolean }> {
+  return storage.transaction(async (tx) => {
+    const chat = await tx.chats.lockForUpdate(id);
+    if (!chat) throw new AppError("NOT_FOUND", `chat ${id} not found`);
+    const next = change(chat);
+    const participants = unique(next.participants);
+    if (next.name === chat.name && sameList(participants, chat.participants)) return { chat, changed: false };
+    const updated = (await tx.chats.update(id, { name: next.name, participants }))!;
+    await tx.events.append("chat.updated", { data: toChatRecord(updated) });
+    return { chat: updated, changed: true };
+  });
+}
+
+/** A network reported a group as it is now (renamed, participants added, removed or left): stored, made on first sight. Whether it changed. */
+export async function applyGroupReport(storage: Storage, network: string, info: GroupInfo): Promise<boolean> {
+  const chat = await groupChat(storage, network, info);
+  return (await updateGroup(storage, chat.id, () => ({ name: info.name, participants: info.participants }))).changed;
+}
+
+/**
+ * Whether automated sends (workflows, `generate` with `auto_send`) to the chat wait: a
+ * participant replied STOP there and not START since. Sends through the API still go.
+ */
+export const isChatMuted = (storage: Pick<Repositories, "chats">, chatId: string): Promise<boolean> => storage.chats.muted(chatId);
