@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseTrustedProxy } from "./api/client-address";
+import { DEFAULT_MENTION_PATTERNS } from "./workflows/mentions";
 
 const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 
@@ -91,6 +92,12 @@ export const configSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   /** Workflow run records older than this are deleted by maintenance. */
   WORKFLOW_RUNS_RETENTION_DAYS: int(1, 36500).default(30),
+  /** Words that mention us in a group chat (docs/workflows.md "Group chats"): comma-separated, any case, whole words. */
+  MENTION_PATTERNS: z
+    .string()
+    .default(DEFAULT_MENTION_PATTERNS.join(","))
+    .transform((s) => s.split(",").map((word) => word.trim()).filter(Boolean))
+    .pipe(z.array(z.string().max(100, { error: "each word must be at most 100 characters" })).min(1, { error: "must hold at least one word, e.g. textwire" })),
   /** How often maintenance runs; shorter only for tests (docs/operations.md). */
   MAINTENANCE_INTERVAL_MS: int(100).default(60000),
   /** Browser origins allowed to call /mcp (docs/mcp.md); a request with any other Origin header is 403. */

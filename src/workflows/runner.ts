@@ -7,6 +7,7 @@ import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
 import type { Storage } from "../db/port";
 import type { Recorder } from "../observability/recorder";
 import type { RunStatus } from "../vocabulary/workflows";
+import { DEFAULT_MENTION_PATTERNS, mentionMatcher } from "./mentions";
 import { ensureWorkflow, finishRun, INTERRUPTED_RUN } from "./store";
 
 export interface RunnerDeps {
@@ -15,6 +16,8 @@ export interface RunnerDeps {
   storage: Storage;
   log: Logger;
   maxMessageLength: number;
+  /** MENTION_PATTERNS: the words that mention us in a group (default: src/workflows/mentions.ts). */
+  mentionPatterns?: readonly string[];
   /** This process, as lease owner. */
   owner: string;
   /** How long a lease lasts unless renewed; renewed every third of it. */
@@ -81,6 +84,8 @@ export async function runWorkflow(
         backend: deps.backend,
         workflows,
         maxMessageLength: deps.maxMessageLength,
+        groups: wf.groups ?? "off",
+        mentioned: mentionMatcher(deps.mentionPatterns ?? DEFAULT_MENTION_PATTERNS),
         track,
         network: await deps.backend.network(),
         dryRun,
