@@ -35,6 +35,8 @@ export interface ChatRepository {
   lockForUpdate(id: string): Promise<ChatRow | undefined>;
   /** Sets the name and participants. The row as it is then, undefined when no such chat. */
   update(id: string, patch: { name: string | null; participants: readonly string[] }): Promise<ChatRow | undefined>;
+  /** Records the network's id of a group created on it, and the participants it reports. */
+  setNetwork(id: string, networkId: string, participants: readonly string[]): Promise<void>;
   /** One statement: `phone` mutes the chat (a STOP there). False when it already did. */
   mute(chatId: string, phone: string): Promise<boolean>;
   /** One statement: `phone` no longer mutes it (a START there). False when it did not. */
@@ -61,6 +63,7 @@ const create = sql<Stored>("chats.create", `INSERT INTO chats (id, kind, name, p
    VALUES ($id, $kind, $name, $participants::text[], $network, $networkId, {now_us}, 0)
    ON CONFLICT (network, network_id) DO NOTHING RETURNING ${ROW}`);
 const update = sql<Stored>("chats.update", `UPDATE chats SET name = $name, participants = $participants::text[] WHERE id = $id RETURNING ${ROW}`);
+const setNetwork = sql("chats.setNetwork", `UPDATE chats SET network_id = $networkId, participants = $participants::text[] WHERE id = $id`);
 const mute = sql("chats.mute", `INSERT INTO chat_mutes (chat_id, phone, created_at) VALUES ($chatId, $phone, {now_ms}) ON CONFLICT (chat_id, phone) DO NOTHING`);
 const unmute = sql("chats.unmute", `DELETE FROM chat_mutes WHERE chat_id = $chatId AND phone = $phone`);
 const muted = sql<{ muted: number }>("chats.muted", `SELECT 1 AS muted FROM chat_mutes WHERE chat_id = $chatId LIMIT 1`);
@@ -75,6 +78,7 @@ export const chats = declare<ChatRepository>()({
   create: get(create, (chat) => ({ ...chat }), chatRow),
   lockForUpdate: get(lock, (id) => ({ id }), chatRow),
   update: get(update, (id, patch) => ({ id, name: patch.name, participants: patch.participants }), chatRow),
+  setNetwork: run(setNetwork, (id, networkId, participants) => ({ id, networkId, participants })),
   mute: run(mute, (chatId, phone) => ({ chatId, phone }), changed),
   unmute: run(unmute, (chatId, phone) => ({ chatId, phone }), changed),
   muted: get(muted, (chatId) => ({ chatId }), (row) => row !== undefined),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { phoneSchema, typeError } from "../messages/schemas";
+import { chatIdField, phoneOrChat, phoneSchema, typeError } from "../messages/schemas";
 import { isLanguage } from "./language";
 
 export const MAX_CONTEXT_TURNS = 100;
@@ -33,6 +33,15 @@ export const generateInput = z.object({
     .optional()
     .meta({ description: "Send the reply at once (default false)." }),
 });
+
+/** POST /api/generate: as generateInput, for a contact (`phone`) or a chat (`chat_id`), exactly one. */
+export const generateRequestInput = generateInput
+  .extend({
+    phone: phoneSchema.optional().meta({ description: "The contact (E.164), or `chat_id`: exactly one of the two.", example: "+14155550123" }),
+    chat_id: chatIdField.optional(),
+  })
+  .refine(...phoneOrChat[0]!)
+  .refine(...phoneOrChat[1]!);
 
 export const generateOutput = z.object({
   success: z.boolean(),

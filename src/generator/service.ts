@@ -2,7 +2,8 @@ import { writeOrRetry } from "../background";
 import type { Config } from "../config";
 import { AppError } from "../errors";
 import type { Claim } from "../messages/idempotency";
-import { refuseOptedOut, sendMessage, type MessagingDeps } from "../messages/service";
+import { chatMutedError, chatTarget, isChatMuted } from "../messages/chats";
+import { refuseOptedOut, sendTo, type MessagingDeps } from "../messages/service";
 import { messageTextProblem } from "../messages/text";
 import { generatedAnswer } from "../messages/records";
 import { isoTime } from "../messages/time";
@@ -23,12 +24,16 @@ export const NO_GENERATOR =
  */
 export async function generateReply(
   deps: GeneratorDeps,
-  request: GenerateRequest & { autoSend?: boolean },
+  input: Omit<GenerateRequest, "phone"> & { phone?: string; chat_id?: string; autoSend?: boolean },
   opts: { signal?: AbortSignal; claim?: Claim } = {},
 ): Promise<ReturnType<typeof generatedAnswer>> {
   if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
-  // The send would be refused: no generation is paid for (the send checks again).
-  if (request.autoSend) await refuseOptedOut(deps.storage, request.phone);
+  // The input schema lets exactly one of phone and chat_id through.
+  const target = input.chat_id !== undefined ? await chatTarget(deps, input.chat_id) : { phone: input.phone! };
+  const { chat_id: _, ...request } = { ...input, phone: target.phone };
+  // The send would be refused: no generation is paid for (the send checks again). In a group, an opt-out mutes this automated send.
+  if (request.autoSend && target.group && (await isChatMuted(deps.storage, target.group.id))) throw chatMutedError();
+  if (request.autoSend && !target.group) await refuseOptedOut(deps.storage, request.phone);
   const text = await deps.generator.generate(request, opts.signal);
   const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);
   if (problem) throw new AppError("BAD_GATEWAY", `generator: the reply is unusable: it ${problem}`);
@@ -39,7 +44,7 @@ export async function generateReply(
   if (!request.autoSend) return generatedAnswer(text, id, false, isoTime(createdAt * 1000));
 
   // Stored with the message under the key, so a retry after a crash answers as this request would.
-  const sent = await sendMessage(deps, { phone: request.phone, message: text }, opts.claim && { claim: opts.claim, generated: text });
+  const sent = await sendTo(deps, target, { message: text }, opts.claim && { claim: opts.claim, generated: text });
   // The network took it: a busy database must not fail the request (a retry would send again).
   await writeOrRetry("linking a generation to its message", () => deps.storage.generations.setMessage(id, sent.id), deps.log);
   return generatedAnswer(text, sent.id, true, sent.timestamp);

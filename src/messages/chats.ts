@@ -3,6 +3,7 @@ import { AppError } from "../errors";
 import type { GroupInfo, NetworkDriver } from "../network/driver";
 import { directChatPhone, type ChatKind } from "../vocabulary/chats";
 import type { ChatRecord } from "./chat-schemas";
+import { isE164 } from "./phone";
 import { pageAnswer, toRecords } from "./records";
 import { MAX_PAGE } from "./schemas";
 import { isoTime } from "./time";
@@ -48,8 +49,8 @@ export function requireGroups(network: NetworkDriver, field: string): void {
   if (!network.capabilities.groups) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot do group chats`);
 }
 
-/** Where a send goes: a contact (`group` absent) or a group chat, which the network must know. */
-export type SendTarget = { phone: string; group?: undefined } | { phone: ""; group: ChatRow & { networkId: string } };
+/** Where a send goes: a contact (`group` absent) or a group chat (`phone` ''). */
+export type SendTarget = { phone: string; group?: undefined } | { phone: ""; group: ChatRow };
 
 /**
  * The target of a send that names `chat_id`: a direct chat is its contact's phone (sent as any
@@ -62,7 +63,7 @@ export async function chatTarget(deps: { storage: Pick<Repositories, "chats">; n
   requireGroups(deps.network, "chat_id");
   if (chat.network !== deps.network.name) throw new AppError("UNPROCESSABLE_CONTENT", `chat_id: the chat is on the ${chat.network} network, not ${deps.network.name}`);
   if (chat.networkId === null) throw new AppError("CONFLICT", `chat_id: chat ${chat.id} is not on the network (its creation failed)`);
-  return { phone: "", group: { ...chat, networkId: chat.networkId } };
+  return { phone: "", group: chat };
 }
 
 /** A group chat the caller names (the path's `id`): 404 when none, 409 when it is a direct chat. */
@@ -86,7 +87,8 @@ export async function groupChat(storage: Pick<Repositories, "chats">, network: s
   return made ?? (await storage.chats.byNetworkId(network, info.networkId))!;
 }
 
-const unique = (phones: readonly string[]) => [...new Set(phones)];
+/** Participants as a chat keeps them: E.164 numbers (an iMessage email address is left out), each once. */
+const unique = (phones: readonly string[]) => [...new Set(phones.filter(isE164))];
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((p, i) => p === b[i]);
 
 /**
@@ -121,3 +123,7 @@ export async function applyGroupReport(storage: Storage, network: string, info: 
  * participant replied STOP there and not START since. Sends through the API still go.
  */
 export const isChatMuted = (storage: Pick<Repositories, "chats">, chatId: string): Promise<boolean> => storage.chats.muted(chatId);
+
+/** The answer to an automated send into a muted group (403, nothing stored). */
+export const chatMutedError = () =>
+  new AppError("FORBIDDEN", "chat_id: a participant replied STOP in this group: automated sends to it wait until they send START there");

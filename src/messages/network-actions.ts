@@ -7,7 +7,7 @@ import { CAPABILITIES, type Capability } from "../vocabulary/network";
 import { toRecords } from "./records";
 import type { MessageRecord } from "./schemas";
 
-type Action = "react" | "typing" | "markRead" | "edit" | "unsend";
+type Action = "react" | "typing" | "markRead" | "edit" | "unsend" | "createGroup" | "renameGroup" | "setParticipant";
 
 /** For each action: the capability it needs, the field a refusal names and what the network cannot do. */
 const ACTIONS: Record<Action, { capability: Capability; field: string; cannot: string }> = {
@@ -16,6 +16,9 @@ const ACTIONS: Record<Action, { capability: Capability; field: string; cannot: s
   markRead: { capability: "read_receipts", field: "read", cannot: "send read receipts" },
   edit: { capability: "edit", field: "message", cannot: "edit messages" },
   unsend: { capability: "unsend", field: "unsend", cannot: "unsend messages" },
+  createGroup: { capability: "groups", field: "participants", cannot: "do group chats" },
+  renameGroup: { capability: "groups", field: "name", cannot: "do group chats" },
+  setParticipant: { capability: "groups", field: "phone", cannot: "do group chats" },
 };
 
 /** Whether the network can do `action` (its capability and its driver's method). */
@@ -26,13 +29,16 @@ export const canDo = (network: NetworkDriver, action: Action) => network.capabil
  * the field and the network when it cannot. A failure of the call keeps an AppError's code
  * (422 when the network cannot now) and is BAD_GATEWAY naming the network otherwise.
  */
-export function networkAction<A extends Action>(network: NetworkDriver, action: A): (...args: Parameters<NonNullable<NetworkDriver[A]>>) => Promise<void> {
+export function networkAction<A extends Action>(
+  network: NetworkDriver,
+  action: A,
+): (...args: Parameters<NonNullable<NetworkDriver[A]>>) => Promise<Awaited<ReturnType<NonNullable<NetworkDriver[A]>>>> {
   const { field, cannot } = ACTIONS[action];
   if (!canDo(network, action)) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot ${cannot}`);
-  const method = network[action] as (...args: unknown[]) => Promise<void>;
+  const method = network[action] as (...args: unknown[]) => Promise<never>;
   return async (...args) => {
     try {
-      await method.apply(network, args);
+      return await method.apply(network, args);
     } catch (err) {
       if (err instanceof AppError) throw err;
       throw new AppError("BAD_GATEWAY", `${field}: the ${network.name} network failed: ${errorText(err)}`);
@@ -51,6 +57,13 @@ export async function messageById(repos: Pick<Repositories, "messages">, id: str
 export function targetOf(row: MessageRow): MessageTarget {
   if (!row.networkId) throw new AppError("CONFLICT", `message ${row.id} is not on the network (it has no network id)`);
   return { networkId: row.networkId, phone: row.phone };
+}
+
+/** targetOf, with the group's network id when the message is in a group chat (a reaction names the chat). */
+export async function targetInChat(repos: Pick<Repositories, "chats">, row: MessageRow): Promise<MessageTarget> {
+  const target = targetOf(row);
+  const chat = row.chatId === null ? undefined : (await repos.chats.get(row.chatId))?.networkId;
+  return chat ? { ...target, chat } : target;
 }
 
 /** The record of a message as it is now. */

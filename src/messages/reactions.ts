@@ -2,7 +2,7 @@ import type { MessageRow, Repositories, Storage } from "../db/port";
 import type { Logger } from "../log";
 import type { NetworkDriver, ReactionEvent } from "../network/driver";
 import type { Reaction } from "../vocabulary/reactions";
-import { currentRecord, messageById, networkAction, targetOf } from "./network-actions";
+import { currentRecord, messageById, networkAction, targetInChat } from "./network-actions";
 import type { MessageRecord } from "./schemas";
 
 type Deps = { storage: Storage; network: NetworkDriver };
@@ -45,7 +45,7 @@ async function ourReaction(repos: Pick<Repositories, "messages">, id: string): P
 export async function reactToMessage(deps: Deps, id: string, reaction: Reaction): Promise<MessageRecord> {
   const react = networkAction(deps.network, "react");
   const row = await messageById(deps.storage, id);
-  const target = targetOf(row);
+  const target = await targetInChat(deps.storage, row);
   if ((await ourReaction(deps.storage, id)) !== reaction) {
     await react(target, reaction, false);
     await applyReaction(deps.storage, id, US, reaction, false);
@@ -59,7 +59,7 @@ export async function removeOurReaction(deps: Deps, id: string): Promise<Message
   const row = await messageById(deps.storage, id);
   const ours = await ourReaction(deps.storage, id);
   if (ours) {
-    await react(targetOf(row), ours, true);
+    await react(await targetInChat(deps.storage, row), ours, true);
     await applyReaction(deps.storage, id, US, ours, true);
   }
   return currentRecord(deps.storage, id);
@@ -73,7 +73,9 @@ export async function applyInboundReaction(storage: Storage, network: string, ev
   const { messages } = storage;
   const target =
     (await messages.byNetworkId(network, "outbound", event.targetNetworkId)) ?? (await messages.byNetworkId(network, "inbound", event.targetNetworkId));
-  if (target?.phone !== event.phone) {
+  // In a group, any message of that group; else one of the contact's direct chat.
+  const group = event.chat ? await storage.chats.byNetworkId(network, event.chat) : undefined;
+  if (!target || (event.chat ? !group || target.chatId !== group.id : target.chatId !== null || target.phone !== event.phone)) {
     log.debug("reaction to no message of this conversation ignored", { network, networkId: event.targetNetworkId });
     return false;
   }

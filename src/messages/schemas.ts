@@ -114,7 +114,7 @@ const replyToSchema = (description: string) => idSchema.optional().meta({ descri
 const isObject = ({ value }: { value: unknown }) => typeof value === "object" && value !== null;
 
 /** A send goes to a phone or a chat: exactly one of the two, named either way. */
-const phoneOrChat: [(input: { phone?: unknown; chat_id?: unknown }) => boolean, { path: string[]; message: string; when: typeof isObject }][] = [
+export const phoneOrChat: [(input: { phone?: unknown; chat_id?: unknown }) => boolean, { path: string[]; message: string; when: typeof isObject }][] = [
   [(input) => input.phone !== undefined || input.chat_id !== undefined, { path: ["phone"], message: "is required (or chat_id: exactly one of the two)", when: isObject }],
   [(input) => input.phone === undefined || input.chat_id === undefined, { path: ["chat_id"], message: "cannot be given with phone: give exactly one of phone and chat_id", when: isObject }],
 ];

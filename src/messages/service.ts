@@ -68,9 +68,11 @@ export async function conversationMessage(messages: MessageRepository, to: strin
 export const UNKNOWN_OUTCOME = "network: no answer in time; the status will follow";
 
 /**
- * Sends a message. Refused first: a contact that opted out (FORBIDDEN, nothing stored), a
- * `reply_to` that is not a message with the same contact (BAD_REQUEST), a `send_at` not
- * ahead. Then its media is fetched and kept (a file that cannot be had refuses the send),
+ * Sends a message to `phone`, or into the chat `chat_id` (src/messages/chats.ts chatTarget: a
+ * direct chat is its contact's phone; a group needs a network with groups). Refused first: a
+ * contact that opted out (FORBIDDEN, nothing stored; in a group an opt-out mutes only
+ * automated sends), a `reply_to` that is not a message of the same chat (BAD_REQUEST), a
+ * `send_at` not ahead. Then its media is fetched and kept (a file that cannot be had refuses the send),
  * the message stored `queued` so a crash never loses it, and handed to the network
  * (sendStored). With `send_at` (µs since the epoch) it is stored `scheduled` and answered
  * so; the scheduled sender (src/messages/scheduled.ts) sends it through sendStored when its
@@ -91,6 +93,22 @@ export async function sendMessage(
   if (problem) throw new AppError("BAD_REQUEST", `send_at: ${problem}`);
   // The input schema lets exactly one of the two through.
   const target: SendTarget = input.chat_id !== undefined ? await chatTarget(deps, input.chat_id) : { phone: input.phone! };
+  return sendTo(deps, target, { ...input, sendAt }, idempotent);
+}
+
+/**
+ * sendMessage once its target is known (a phone, or a group chat) and `sendAt` checked (ms):
+ * the checks that need the target, storing, then sendStored; `via` replaces the network's
+ * `send` (a group's first message creates it).
+ */
+export async function sendTo(
+  deps: MessagingDeps,
+  target: SendTarget,
+  input: { message?: string; media?: readonly { url: string }[]; reply_to?: string; sendAt?: number | undefined },
+  idempotent?: IdempotentSend,
+  via?: (message: OutboundMessage) => Promise<SendResult>,
+): Promise<MessageRecord> {
+  const { sendAt } = input;
   const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, target, input.reply_to, "reply_to");
   // Before any file is fetched: an opted-out contact costs nothing. In a group an opt-out mutes automated sends only (src/messages/chats.ts isChatMuted).
   const ourTyping = target.group ? false : await refuseOptedOut(deps.storage, target.phone);
@@ -129,7 +147,7 @@ export async function sendMessage(
   }
   deps.metrics?.message("outbound", row.network, row.status);
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
-  return sendStored(deps, row, ourTyping, { media: kept, replied, chat: target.group?.networkId });
+  return sendStored(deps, row, ourTyping, { media: kept, replied, chat: target.group?.networkId ?? undefined }, via);
 }
 
 /** POST /api/send, and a workflow's keyed send: sendMessage, answered as the API answers it (src/messages/records.ts). */
@@ -141,7 +159,8 @@ export async function sendAnswered(deps: MessagingDeps, input: Parameters<typeof
  * The network half of every send, immediate or scheduled: hands a stored `queued` message
  * to the network, with its files and the message it replies to (`known`: as sendMessage
  * has them; else read from the database), and records what came of it (sendMessage says how).
- * `ourTyping`: our typing indicator to the contact was on when the send was checked.
+ * `ourTyping`: our typing indicator to the contact was on when the send was checked. `via`:
+ * what takes the message instead of the network's `send` (createGroup's chat/new).
  */
 export async function sendStored(
   deps: MessagingDeps,

@@ -9,6 +9,7 @@ import {
   sendRequestFailure,
   type DriverState,
   type EditEvent,
+  type GroupInfo,
   type InboundMedia,
   type NetworkDriver,
   type OutboundMedia,
@@ -64,6 +65,8 @@ interface BbMessage {
   /** A threaded reply: the guid of the message it answers. */
   threadOriginatorGuid?: string | null;
   chats?: BbChat[] | null;
+  /** databases/imessage/pollers/MessagePoller.ts handleGroupChanges: 1 participant added or removed, 2 renamed, 3 left or icon; text empty. */
+  itemType?: number | null;
 }
 
 /** The fields of an attachment that Textwire reads (api/serializers/AttachmentSerializer.ts). */
@@ -73,12 +76,15 @@ interface BbAttachment {
   transferName?: string | null;
 }
 
-/** api/serializers/ChatSerializer.ts: style 43 is a group, 45 a one-to-one chat. */
+/** api/serializers/ChatSerializer.ts: style 43 is a group, 45 a one-to-one chat; participants (HandleSerializer.ts) only when asked for. */
 interface BbChat {
   guid?: string;
   style?: number;
   chatIdentifier?: string;
-  participants?: unknown[];
+  displayName?: string | null;
+  participants?: { address?: string }[];
+  /** chatRouter.ts create: the chat with its first message. */
+  messages?: { guid?: string }[];
 }
 
 interface BbReply {
@@ -106,9 +112,27 @@ function sameSecret(a: string, b: string): boolean {
 const alnum = (s: string) => s.replace(/[\W_]+/g, "");
 
 /** A group chat: guid with `;+;`, style 43, or more than one participant. */
-function isGroup(m: BbMessage): boolean {
-  return (m.chats ?? []).some((c) => (c.guid ?? "").includes(";+;") || c.style === 43 || (c.participants?.length ?? 0) > 1);
+const isGroupChat = (c: BbChat) => (c.guid ?? "").includes(";+;") || c.style === 43 || (c.participants?.length ?? 0) > 1;
+const isGroup = (m: BbMessage) => (m.chats ?? []).some(isGroupChat);
+
+/** The group a message is in, as the event tells it: participants empty when the event has none (looked up later, groupsLookedUp). */
+function groupOf(m: BbMessage): GroupInfo | undefined {
+  const chat = (m.chats ?? []).find(isGroupChat);
+  return chat?.guid ? groupInfo(chat) : undefined;
 }
+
+/** A chat (ChatSerializer.ts) as Textwire keeps a group: its guid, displayName ("" is none) and participants' addresses. */
+const groupInfo = (chat: BbChat): GroupInfo => ({
+  networkId: chat.guid!,
+  name: chat.displayName || null,
+  participants: (chat.participants ?? []).flatMap((h) => (h.address ? [h.address] : [])),
+});
+
+/** A group change the server also announces as `new-message` (MessagePoller.ts: no text, itemType 1–3): never a message. */
+const isGroupChange = (m: BbMessage) => !m.text && (m.itemType ?? 0) >= 1 && (m.itemType ?? 0) <= 3;
+
+/** index.ts startChatListeners: the webhook events of a group's changes, each carrying the change as a message with its chat. */
+const GROUP_EVENTS = new Set(["group-name-change", "participant-added", "participant-removed", "participant-left"]);
 
 /** The chat.db prefix of a tapback's target: `p:<part>/` on a message part, `bp:` on a balloon (app or link) message. */
 const TARGET_PREFIX = /^(?:p:\d+\/|bp:)/;
@@ -124,11 +148,12 @@ function reactionOf(m: BbMessage, log?: Logger): ReactionEvent | undefined {
   const remove = type.startsWith("-");
   const reaction = REACTIONS.find((r) => r === (remove ? type.slice(1) : type));
   const targetNetworkId = (m.associatedMessageGuid ?? "").replace(TARGET_PREFIX, "");
-  if (!reaction || !targetNetworkId || m.isFromMe || !m.handle?.address || isGroup(m)) {
+  if (!reaction || !targetNetworkId || m.isFromMe || !m.handle?.address) {
     log?.debug("bluebubbles: tapback skipped", { guid: m.guid, type, fromMe: m.isFromMe ?? false });
     return undefined;
   }
-  return { phone: m.handle.address, targetNetworkId, reaction, remove, ...(m.dateCreated ? { at: m.dateCreated } : {}) };
+  const chat = groupOf(m)?.networkId;
+  return { phone: m.handle.address, ...(chat ? { chat } : {}), targetNetworkId, reaction, remove, ...(m.dateCreated ? { at: m.dateCreated } : {}) };
 }
 
 /**
@@ -143,10 +168,10 @@ function editOf(m: BbMessage, phone: string, text: string): EditEvent {
 }
 
 /**
- * Turns BlueBubbles messages into events. From others: inbound messages, tapbacks as
- * reactions (never a message), edits and unsends (a message with dateEdited, found by its
- * guid: `updated-message` has no chats, index.ts handleUpdatedMessage); group messages are
- * dropped with a log line. From us: reports on our messages, and read receipts (dateRead,
+ * Turns BlueBubbles messages into events. From others: inbound messages (in a group: with
+ * the group, the sender from `handle.address`), tapbacks as reactions (never a message),
+ * edits and unsends (a message with dateEdited, found by its guid: `updated-message` has no
+ * chats, index.ts handleUpdatedMessage); a group change (isGroupChange) is no message. From us: reports on our messages, and read receipts (dateRead,
  * reported for one-to-one chats only). After an hour the server announces a change as
  * `new-message` again (pollers/index.ts getMessageEvent once its event cache forgot the
  * guid): the inbound copy is then stored once by its guid and the edit applies as an edit.
@@ -156,7 +181,7 @@ function editOf(m: BbMessage, phone: string, text: string): EditEvent {
 export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logger, attachmentUrl?: (guid: string) => string): WebhookEvents {
   const events = webhookEvents([], []);
   for (const m of messages) {
-    if (!m.guid) continue;
+    if (!m.guid || isGroupChange(m)) continue;
     if (m.associatedMessageType && m.associatedMessageType !== "0") {
       if (type === "new-message") {
         const reaction = reactionOf(m, log);
@@ -171,10 +196,7 @@ export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logg
       continue;
     }
     if (type === "message-send-error" || !m.handle?.address) continue;
-    if (isGroup(m)) {
-      log?.debug("bluebubbles: group message dropped", { guid: m.guid });
-      continue;
-    }
+    const group = groupOf(m);
     const text = (m.text ?? "").replace(MEDIA_CHAR, "").trim();
     if (m.dateEdited || m.dateRetracted) events.edits.push(editOf(m, m.handle.address, text));
     if (type !== "new-message") continue;
@@ -184,6 +206,7 @@ export function bbEvents(messages: BbMessage[], type = "new-message", log?: Logg
     if (!text && media.length === 0) continue;
     events.inbound.push({
       phone: m.handle.address,
+      ...(group ? { chat: group } : {}),
       message: text,
       networkId: m.guid,
       ...(media.length ? { media } : {}),
@@ -246,7 +269,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     await config.state?.set(`chat:${phone}`, guid);
   }
 
-  async function call(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, query = ""): Promise<BbReply> {
+  async function call(method: "GET" | "POST" | "PUT", path: string, body: unknown, timeoutMs: number, query = ""): Promise<BbReply> {
     let res: Response;
     try {
       res = await fetch(api(path, query), {
@@ -340,17 +363,32 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     return found;
   }
 
+  /**
+   * message/text in a chat the server has. api/http/api/v1/validators/messageValidator.ts:
+   * apple-script needs a tempGuid; a reply (selectedMessageGuid, partIndex) goes through the
+   * Private API, which the server must have enabled (helpers/utils.ts checkPrivateApiStatus),
+   * else it fails. The result, or undefined with the failed reply.
+   */
+  async function textInChat(chatGuid: string, text: string, tempGuid: string, replyTo?: string): Promise<{ sent?: SendResult; reply: BbReply }> {
+    const thread = replyTo ? { method: "private-api", selectedMessageGuid: replyTo, partIndex: 0 } : { method: "apple-script" };
+    const reply = await sendCall("message/text", { chatGuid, tempGuid, message: text, ...thread });
+    const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
+    return reply.status === 200 && guid ? { sent: { networkId: guid, status: "sent" }, reply } : { reply };
+  }
+
+  /** A text into a group: its chat guid, always known (a group is never made by a send to it). */
+  async function sendToGroup(chatGuid: string, text: string, tempGuid: string, replyTo?: string): Promise<SendResult> {
+    const { sent, reply } = await textInChat(chatGuid, text, tempGuid, replyTo);
+    if (sent) return sent;
+    failure(reply);
+  }
+
   /** A text: message/text in the chat the server has, else chat/new; `replyTo` threads it (the network's guid). */
   async function sendText(phone: string, text: string, tempGuid: string, replyTo?: string): Promise<SendResult> {
     const chatGuid = await findChat(phone);
     if (chatGuid) {
-      // api/http/api/v1/validators/messageValidator.ts: apple-script needs a tempGuid; a
-      // reply (selectedMessageGuid, partIndex) goes through the Private API, which the
-      // server must have enabled (helpers/utils.ts checkPrivateApiStatus), else it fails.
-      const thread = replyTo ? { method: "private-api", selectedMessageGuid: replyTo, partIndex: 0 } : { method: "apple-script" };
-      const reply = await sendCall("message/text", { chatGuid, tempGuid, message: text, ...thread });
-      const guid = (reply.json.data as { guid?: string } | undefined)?.guid;
-      if (reply.status === 200 && guid) return { networkId: guid, status: "sent" };
+      const { sent, reply } = await textInChat(chatGuid, text, tempGuid, replyTo);
+      if (sent) return sent;
       // The chat may be gone from the Mac: looked up again next time.
       if (reply.status === 500 && !outcomeUnknown(reply)) await remember(phone, "");
       failure(reply);
@@ -397,12 +435,52 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
    * or the router's catch on edit and unsend): this server cannot until its owner enables it,
    * so 422. Any other failure, a disconnected helper included, is the network's (502).
    */
-  async function privateApi(field: string, what: string, path: string, body: unknown, timeoutMs: number): Promise<BbMessage | undefined> {
-    const reply = await call("POST", path, body, timeoutMs);
+  async function privateApi(field: string, what: string, path: string, body: unknown, timeoutMs: number, method: "POST" | "PUT" = "POST"): Promise<BbMessage | undefined> {
+    const reply = await call(method, path, body, timeoutMs);
     if (reply.status === 200) return reply.json.data as BbMessage | undefined;
-    const error = reply.json.error?.message;
-    if (error === "iMessage Private API is not enabled!") throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the bluebubbles server's Private API is off`);
-    throw new AppError("BAD_GATEWAY", `bluebubbles: ${what} failed: ${error ?? reply.json.message ?? `status ${reply.status}`}`);
+    privateApiOff(field, reply);
+    throw new AppError("BAD_GATEWAY", `bluebubbles: ${what} failed: ${reply.json.error?.message ?? reply.json.message ?? `status ${reply.status}`}`);
+  }
+
+  /** 422 when the answer says the server's Private API is off (helpers/utils.ts checkPrivateApiStatus). */
+  function privateApiOff(field: string, reply: BbReply): void {
+    if (reply.json.error?.message === "iMessage Private API is not enabled!") throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the bluebubbles server's Private API is off`);
+  }
+
+  /** Groups' participants and names by guid, as the server last told them (a message's event has no participants). */
+  const groups = new Map<string, GroupInfo>();
+
+  /** GET chat/:guid?with=participants (chatRouter.ts find; 404 "Chat does not exist!"). */
+  async function lookUpGroup(guid: string): Promise<GroupInfo> {
+    const { status, json } = await call("GET", `chat/${encodeURIComponent(guid)}`, undefined, QUERY_TIMEOUT_MS, "&with=participants");
+    const chat = json.data as BbChat | undefined;
+    if (status !== 200 || !chat?.guid) throw new AppError("BAD_GATEWAY", `bluebubbles: chat lookup failed (status ${status})`);
+    const info = groupInfo(chat);
+    groups.set(guid, info);
+    return info;
+  }
+
+  /**
+   * Fills in what the events lack: a group message's participants (known, else looked up;
+   * the sender alone when the lookup fails, so the message is never lost), and each reported
+   * group change as the chat is now (a change whose lookup fails is logged and left out).
+   */
+  async function groupsLookedUp(events: WebhookEvents): Promise<WebhookEvents> {
+    for (const m of events.inbound) {
+      if (!m.chat || m.chat.participants.length > 0) continue;
+      const known = groups.get(m.chat.networkId) ?? (await lookUpGroup(m.chat.networkId).catch(() => undefined));
+      m.chat = known ? { ...known, name: m.chat.name ?? known.name } : { ...m.chat, participants: [m.phone] };
+    }
+    const changed: GroupInfo[] = [];
+    for (const guid of new Set((events.chats ?? []).map((c) => c.networkId))) {
+      try {
+        changed.push(await lookUpGroup(guid));
+      } catch (err) {
+        log?.warn("bluebubbles: a group change was not looked up", { guid, error: (err as Error).message });
+      }
+    }
+    const { chats: _, ...rest } = events;
+    return changed.length ? { ...rest, chats: changed } : rest;
   }
 
   /** When the message was last edited (or unsent) on the Mac: messageRouter.ts find. */
@@ -426,12 +504,12 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
 
   return {
     name: "bluebubbles",
-    // Through its Private API; group chats are not supported yet.
-    capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+    // Reactions, typing, reads, edits, unsends and group changes through its Private API.
+    capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true },
 
     /** message/react (messageValidator.ts sendReactionRules): on part 0; a removal is `-love` (messageInterface.ts possibleReactions). */
     async react(target, reaction, remove) {
-      const chatGuid = await chatOf(target.phone);
+      const chatGuid = target.chat ?? (await chatOf(target.phone));
       const body = { chatGuid, selectedMessageGuid: target.networkId, reaction: remove ? `-${reaction}` : reaction, partIndex: 0 };
       await privateApi("reaction", "the reaction", "message/react", body, sendTimeoutMs);
     },
@@ -442,14 +520,48 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
      * stopTyping calls ChatInterface.startTyping at v1.9.9), so it is never sent: a stop
      * without a send cannot be done over its REST API.
      */
-    async typing(phone, on) {
+    async typing(phone, on, chat) {
       if (!on) throw new AppError("UNPROCESSABLE_CONTENT", "typing: the bluebubbles server cannot stop typing without a send (its DELETE /chat/:guid/typing starts it again)");
-      await privateApi("typing", "typing", `chat/${encodeURIComponent(await chatOf(phone))}/typing`, undefined, QUERY_TIMEOUT_MS);
+      await privateApi("typing", "typing", `chat/${encodeURIComponent(chat ?? (await chatOf(phone)))}/typing`, undefined, QUERY_TIMEOUT_MS);
     },
 
     /** POST chat/:guid/read (chatInterface.ts markRead); whether the contact sees it is the Mac's read-receipt setting. */
-    async markRead(phone) {
-      await privateApi("read", "marking read", `chat/${encodeURIComponent(await chatOf(phone))}/read`, undefined, QUERY_TIMEOUT_MS);
+    async markRead(phone, chat) {
+      await privateApi("read", "marking read", `chat/${encodeURIComponent(chat ?? (await chatOf(phone)))}/read`, undefined, QUERY_TIMEOUT_MS);
+    },
+
+    /**
+     * chat/new with every address (chatRouter.ts create, chatInterface.ts create): a group
+     * needs method private-api (createWithApplescript refuses several addresses on macOS 11+)
+     * and a message; the answer is the chat (ChatSerializer.ts, participants and the first
+     * message). chat/new takes no name (validators/chatValidator.ts createRules): Textwire
+     * names it after with renameGroup.
+     */
+    async createGroup({ id, participants, text }) {
+      const tempGuid = `${TEMP_PREFIX}${id}`;
+      const reply = await sendCall("chat/new", { addresses: participants, message: text, service, method: "private-api", tempGuid });
+      const data = reply.json.data as BbChat | undefined;
+      if (reply.status !== 200 || !data?.guid) {
+        privateApiOff("participants", reply);
+        failure(reply);
+      }
+      const chat = groupInfo(data);
+      groups.set(data.guid, chat);
+      const guid = data.messages?.[0]?.guid;
+      return { ...(guid ? { networkId: guid } : {}), status: "sent", chat };
+    },
+
+    /** PUT chat/:guid `{ displayName }` (chatRouter.ts update, chatInterface.ts setDisplayName; Private API). */
+    async renameGroup(chat, name) {
+      await privateApi("name", "renaming the group", `chat/${encodeURIComponent(chat)}`, { displayName: name }, QUERY_TIMEOUT_MS, "PUT");
+      const known = groups.get(chat);
+      if (known) groups.set(chat, { ...known, name });
+    },
+
+    /** POST chat/:guid/participant/add|remove `{ address }` (chatRouter.ts toggleParticipant, chatValidator.ts toggleParticipantRules; Private API). */
+    async setParticipant(chat, phone, add) {
+      await privateApi("phone", add ? "adding the participant" : "removing the participant", `chat/${encodeURIComponent(chat)}/participant/${add ? "add" : "remove"}`, { address: phone }, QUERY_TIMEOUT_MS);
+      groups.delete(chat);
     },
 
     /** message/:guid/edit (messageValidator.ts editParamRules: both texts required); older devices show the compatibility text. */
@@ -467,13 +579,14 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       if (!changed(after, before, true)) throw new AppError("CONFLICT", "unsend: iMessage did not unsend the message (Apple allows it within 2 minutes)");
     },
 
-    async send({ id, phone, text, media = [], replyTo }) {
+    async send({ id, phone, chat, text, media = [], replyTo }) {
       const tempGuid = `${TEMP_PREFIX}${id}`;
-      if (media.length === 0) return sendText(phone, text, tempGuid, replyTo);
+      const textOut = (t: string) => (chat ? sendToGroup(chat, t, tempGuid, replyTo) : sendText(phone, t, tempGuid, replyTo));
+      if (media.length === 0) return textOut(text);
       // Text first (it makes the chat when there is none), then one attachment message per
       // file, each under the same temp guid so their echoes report on this message.
-      let sent: SendResult | undefined = text ? await sendText(phone, text, tempGuid, replyTo) : undefined;
-      const chatGuid = await chatOf(phone);
+      let sent: SendResult | undefined = text ? await textOut(text) : undefined;
+      const chatGuid = chat ?? (await chatOf(phone));
       for (const m of media) {
         const guid = await sendAttachment(chatGuid, tempGuid, m);
         sent ??= { networkId: guid, status: "sent" };
@@ -495,15 +608,18 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
       }
       const known = event.type === "new-message" || event.type === "updated-message" || event.type === "message-send-error";
       const events = known && event.data ? bbEvents([event.data], event.type, log, attachmentUrl) : webhookEvents([], []);
+      // A group change: the chat it names is looked up as it is now.
+      const changed = GROUP_EVENTS.has(event.type ?? "") && event.data ? groupOf(event.data) : undefined;
+      if (changed) events.chats = [changed];
       // privateApi/eventHandlers/PrivateApiTypingEventHandler.ts: one-to-one chats only (it drops `;+;` guids).
       const typingIn = event.type === "typing-indicator" ? (event.data?.guid ?? "").split(";-;")[1] : undefined;
       if (typingIn && typeof event.data?.display === "boolean") events.typing.push({ phone: typingIn, typing: event.data.display });
       // An inbound one-to-one message names the chat of its sender: remembered for our sends.
-      if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1) {
+      if (event.type === "new-message" && event.data && !event.data.isFromMe && events.inbound.length === 1 && !events.inbound[0]!.chat) {
         const chat = (event.data.chats ?? []).find((c) => c.guid?.endsWith(`;-;${events.inbound[0]!.phone}`));
         if (chat?.guid) await remember(events.inbound[0]!.phone, chat.guid);
       }
-      return { ...events, response: Response.json({ success: true }) };
+      return { ...(await groupsLookedUp(events)), response: Response.json({ success: true }) };
     },
 
     /** BlueBubbles does not retry webhooks: ask for every message since the newest one seen. */
@@ -523,14 +639,15 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         if (status !== 200 || !Array.isArray(json.data)) throw new AppError("BAD_GATEWAY", `bluebubbles: message query failed (status ${status})`);
         const messages = json.data as BbMessage[];
         const events = bbEvents(messages, "new-message", log, attachmentUrl);
-        // Tapbacks, reads and edits among them count too (a change after an hour is a new-message).
+        // Tapbacks, reads and edits among them count too (a change after an hour is a new-message), and groups changed meanwhile.
         for (const key of ["inbound", "statuses", "reactions", "typing", "reads", "edits"] as const) (all[key] as unknown[]).push(...events[key]);
+        for (const m of messages) if (isGroupChange(m) && groupOf(m)) (all.chats ??= []).push(groupOf(m)!);
         const newest = Math.max(after, ...messages.map((m) => m.dateCreated ?? 0));
         const done = messages.length < PAGE || newest === after;
         after = newest;
         if (done) break;
       }
-      return { ...all, cursor: String(after) };
+      return { ...(await groupsLookedUp(all)), cursor: String(after) };
     },
 
     /**
@@ -553,7 +670,7 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
           else if (status === 404) notFound(p);
           continue;
         }
-        const chatGuid = (await remembered(p.phone)) ?? `${service};-;${p.phone}`;
+        const chatGuid = p.chatNetworkId ?? (await remembered(p.phone)) ?? `${service};-;${p.phone}`;
         byChat.set(chatGuid, [...(byChat.get(chatGuid) ?? []), p]);
       }
       for (const [chatGuid, list] of byChat) {

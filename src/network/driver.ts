@@ -71,6 +71,8 @@ export interface StatusEvent {
 /** A reaction of the contact's (a tapback) on a message of the conversation, or its removal. */
 export interface ReactionEvent {
   phone: string;
+  /** In a group chat: the network's id of the chat (`phone` is who reacted). */
+  chat?: string;
   /** The network's id of the message reacted to (ours or theirs). */
   targetNetworkId: string;
   reaction: Reaction;
@@ -216,11 +218,12 @@ export interface NetworkDriver {
   /** Unsends one of our messages. */
   unsend?(target: MessageTarget): Promise<void>;
   /**
-   * Group chats (capability `groups`; these four are present exactly when it is, and throw as
+   * Group chats (capability `groups`; these three are present exactly when it is, and throw as
    * `react` does). `createGroup` makes a group by sending its first message (`id` and `text` as
-   * `send` takes them) and returns the send's result with the new chat.
+   * `send` takes them) and returns the send's result with the new chat; a name is given after
+   * (`renameGroup`), once Textwire knows the chat by its network id.
    */
-  createGroup?(group: { id: string; participants: string[]; name?: string; text: string }): Promise<SendResult & { chat: GroupInfo }>;
+  createGroup?(group: { id: string; participants: string[]; text: string }): Promise<SendResult & { chat: GroupInfo }>;
   /** Renames the group `chat` (the network's id of it). */
   renameGroup?(chat: string, name: string): Promise<void>;
   /** Adds (`add`) or removes a participant of the group `chat`. */

@@ -14,7 +14,7 @@ export function createLoopbackNetwork(): NetworkDriver {
       return { networkId: `loopback:${message.id}`, status: "delivered" };
     },
     async createGroup(group) {
-      return { networkId: `loopback:${group.id}`, status: "delivered", chat: { networkId: `loopback:chat:${group.id}`, name: group.name ?? null, participants: group.participants } };
+      return { networkId: `loopback:${group.id}`, status: "delivered", chat: { networkId: `loopback:chat:${group.id}`, name: null, participants: group.participants } };
     },
     renameGroup: done,
     setParticipant: done,

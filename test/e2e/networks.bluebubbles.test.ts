@@ -576,7 +576,7 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     expect(f.sends.map((r) => [r.path, r.body.service])).toEqual([["/api/v1/chat/new", "SMS"]]);
   });
 
-  test("tapbacks and group messages are not stored and never reach poll; an attachment-only message is, even when its file cannot be downloaded (logged)", async () => {
+  test("tapbacks are not stored and group messages stay out of one-to-one history and poll; an attachment-only message is stored, even when its file cannot be downloaded (logged)", async () => {
     const { f, s } = await pair();
     const phone = newPhone();
     const other = newPhone();
@@ -603,7 +603,7 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     // Logged while the webhooks were handled; the output reaches this process a little later.
     const logged = await waitUntil("the log lines", () => {
       const all = lines(s.stdout + s.stderr);
-      const want = ["inbound media not downloaded", "tapback skipped", "group message dropped"];
+      const want = ["inbound media not downloaded", "tapback skipped"];
       return want.every((w) => all.some((l) => l.includes(w))) ? all : undefined;
     }, 5_000);
     const mediaLine = logged.find((l) => l.includes("inbound media not downloaded") && l.includes(photo.guid));
@@ -611,7 +611,6 @@ describe("as the real BlueBubbles server behaves (the stand-in follows its sourc
     expect(mediaLine!).toContain("HTTP 404");
     expect(mediaLine!).not.toContain(f.password);
     expect(logged.some((l) => l.includes("tapback skipped") && l.includes(tapback.guid))).toBe(true);
-    expect(logged.some((l) => l.includes("group message dropped"))).toBe(true);
   });
 
   test("a send slower than the timeout is 504 with message_id, stays queued, is never sent twice for its Idempotency-Key, and its echo makes it sent", async () => {
@@ -804,12 +803,12 @@ describe("reactions, typing, read state, edits and unsends with the BlueBubbles 
     expect((await poll(s, { phone })).messages.map((m) => m.id)).toEqual([id]);
   });
 
-  test("GET /api/network: BlueBubbles can do everything but group chats", async () => {
+  test("GET /api/network: BlueBubbles can do everything, group chats included", async () => {
     const reply = await call<{ network: unknown }>(s, "GET", "/api/network");
     expect(reply.status).toBe(200);
     expect(reply.body.network).toEqual({
       name: "bluebubbles",
-      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true },
+      capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true },
     });
   });
 

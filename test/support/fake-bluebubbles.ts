@@ -17,6 +17,22 @@
  * - `POST /api/v1/chat/new` `{ addresses, message, service, method, tempGuid }`:
  *   api/interfaces/chatInterface.ts createWithAppleScript (macOS 11+): sends to
  *   `<service>;-;<address>`, the chat appears, answered with the chat and its message.
+ *   Several addresses: apple-script refuses them ("Cannot create group chats on macOS Big
+ *   Sur or newer!"); private-api (createWithPrivateApi: checkPrivateApiStatus first, a
+ *   message required) makes an `iMessage;+;chat…` group with the message, answered with the
+ *   chat (ChatSerializer.ts, participants and messages: chatRouter.ts create).
+ * - Groups (routers/chatRouter.ts; httpRoutes.ts puts PrivateApiMiddleware on every change):
+ *   `GET /api/v1/chat/:guid` (find; participants with `?with=participants`; 404 "Chat does
+ *   not exist!"); `PUT /api/v1/chat/:guid` `{ displayName }` (update: chatValidator.ts
+ *   updateRules, a one-person chat refused "Cannot rename a non-group chat!",
+ *   chatInterface.ts setDisplayName); `POST /api/v1/chat/:guid/participant/add|remove`
+ *   `{ address }` (toggleParticipant, toggleParticipantRules). Each change is recorded on the
+ *   Mac as an item with no text (itemType 1 with groupActionType 0 added / 1 removed, 2 with
+ *   groupTitle renamed, 3 with groupActionType 0 left) and announced as databases/imessage/
+ *   pollers/MessagePoller.ts handleGroupChanges and index.ts startChatListeners do: its
+ *   `participant-added` / `participant-removed` / `group-name-change` / `participant-left`
+ *   event, and the same item as `new-message` (processMessageEvent). `contactRenamesGroup`
+ *   and `contactLeavesGroup` are the other people's changes.
  * - `POST /api/v1/handle/query` `{ address, with: ["chats"] }`: routers/handleRouter.ts +
  *   api/interfaces/handleInterface.ts (handles whose id ends with the address, each with
  *   every chat it takes part in).
@@ -129,6 +145,10 @@ export interface BbMessage {
   attributedBody: unknown[] | null;
   messageSummaryInfo: { retractedParts?: number[] }[] | null;
   payloadData: unknown[] | null;
+  /** A group change (MessageSerializer.ts convert): its kind, the new name, and the handle added or removed. */
+  groupTitle?: string | null;
+  groupActionType?: number;
+  otherHandle?: number;
   /** Ventura+ (MessageSerializer.ts convert). */
   dateEdited: number | null;
   dateRetracted: number | null;
@@ -307,8 +327,12 @@ export interface FakeBlueBubbles {
   addAttachmentFile(bytes: Uint8Array, mimeType: string, name?: string): ReturnType<typeof bbAttachment>;
   /** Adds a one-to-one chat with `address` (as one that exists on the Mac already). */
   addChat(address: string, service?: string): BbChat;
-  /** Adds a group chat with these addresses. */
-  addGroup(addresses: string[]): BbChat;
+  /** Adds a group chat with these addresses (and `name`, its displayName). */
+  addGroup(addresses: string[], name?: string): BbChat;
+  /** `address` renames the group: the change's item, `group-name-change` and `new-message`. */
+  contactRenamesGroup(chat: BbChat, address: string, name: string): Promise<BbMessage>;
+  /** `address` leaves the group: the change's item, `participant-left` and `new-message`. */
+  contactLeavesGroup(chat: BbChat, address: string): Promise<BbMessage>;
   /** Posts `{ type, data }` to every webhook URL; resolves when all answered. */
   emit(type: string, data: unknown): Promise<void>;
   /**
@@ -414,11 +438,28 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
     chats.set(guid, chat);
     return chat;
   }
-  function addGroup(addresses: string[]): BbChat {
+  function addGroup(addresses: string[], name?: string): BbChat {
     const id = `chat${Math.floor(Math.random() * 1e15)}`;
-    const chat = { originalROWID: ++rowid, guid: `iMessage;+;${id}`, style: 43, chatIdentifier: id, isArchived: false, displayName: null, participants: addresses };
+    const chat = { originalROWID: ++rowid, guid: `iMessage;+;${id}`, style: 43, chatIdentifier: id, isArchived: false, displayName: name ?? null, participants: [...addresses] };
     chats.set(chat.guid, chat);
     return chat;
+  }
+
+  /** MessagePoller.ts handleGroupChanges: the event each group change item is announced as. */
+  const GROUP_CHANGE_EVENT: Record<string, string> = { "1:0": "participant-added", "1:1": "participant-removed", "2:0": "group-name-change", "3:0": "participant-left" };
+
+  /**
+   * A group change recorded on the Mac (an item with no text, by `from`, or by us when null),
+   * announced as its event and as `new-message`, as index.ts startChatListeners and the
+   * poller's processMessageEvent do; notifications carry the chat without participants.
+   */
+  async function groupChange(chat: BbChat, from: string | null, itemType: number, groupActionType: number, extra: Partial<BbMessage> = {}): Promise<BbMessage> {
+    const item: BbMessage = { ...bbMessage({ address: from ?? chat.participants[0]!, text: null, isFromMe: from === null, chatGuid: chat.guid }), itemType, groupActionType, ...extra };
+    item.chats = [{ ...item.chats![0]!, displayName: chat.displayName }];
+    messages.push(item);
+    await emit(GROUP_CHANGE_EVENT[`${itemType}:${groupActionType}`]!, bbNotification(item));
+    await emit("new-message", bbNotification(item));
+    return item;
   }
   const chatJson = (c: BbChat, withParticipants = false) => ({
     originalROWID: c.originalROWID,
@@ -645,7 +686,24 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
           // middleware/errorMiddleware.ts: an Error that is not an HTTPError.
           Response.json({ status: 500, message: "An unhandled error has occurred!", error: { type: "Server Error", message: error } }, { status: 500 });
         if (body.addresses.length === 0) return unhandled("No addresses provided!");
-        if (body.addresses.length > 1) return unhandled("Cannot create group chats on macOS Big Sur or newer!");
+        const method = body.method ?? "apple-script";
+        if (method === "apple-script" && body.addresses.length > 1) return unhandled("Cannot create group chats on macOS Big Sur or newer!");
+        if (method === "private-api") {
+          // chatInterface.ts create, then createWithPrivateApi: a message, then checkPrivateApiStatus.
+          if (typeof body.message !== "string" || !body.message) return unhandled("A message is required when creating chats with the Private API!");
+          const off = privateApiError();
+          if (off) return unhandled(off);
+          const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
+          if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
+          const chat = body.addresses.length > 1 ? addGroup(body.addresses.map(String)) : addChat(String(body.addresses[0]), service);
+          const message = await macSends(chat, body.message, body.tempGuid ?? null, reply);
+          if (!message) return unhandled("Failed to create new chat! Message not found after 30 seconds!");
+          return Response.json({
+            status: 200,
+            message: "Successfully created chat!",
+            data: { ...chatJson(chat, true), messages: [{ ...message, chats: undefined, ...(body.tempGuid ? { tempGuid: body.tempGuid } : {}) }] },
+          });
+        }
         if (typeof body.message !== "string" || !body.message) return unhandled("A message is required when creating chats on macOS Big Sur or newer!");
         const reply = typeof sendReply === "function" ? await sendReply(recorded) : sendReply;
         if (reply.kind === "error") return bbError(reply.httpStatus, reply.message, reply.errorType, reply.error);
@@ -747,6 +805,50 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
         return Response.json({ status: 200, message: "Reaction sent!", data: tapback });
       }
 
+      const chatPath = /^\/api\/v1\/chat\/([^/]+)$/.exec(url.pathname);
+      if (chatPath && (req.method === "GET" || req.method === "PUT")) {
+        const chat = chats.get(decodeURIComponent(chatPath[1]!));
+        if (req.method === "GET") {
+          // chatRouter.ts find: participants when `with` names them.
+          if (!chat) return bbError(404, "The requested resource was not found", "Not Found", "Chat does not exist!");
+          const withParticipants = (url.searchParams.get("with") ?? "").split(",").map((w) => w.trim().toLowerCase()).includes("participants");
+          return Response.json({ status: 200, message: "Success", data: chatJson(chat, withParticipants) });
+        }
+        // httpRoutes.ts: PrivateApiMiddleware, then chatValidator.ts validateUpdate, then chatRouter.ts update.
+        const off = privateApiMiddleware();
+        if (off) return off;
+        const invalid = validate(body ?? {}, { displayName: "string|min:1" });
+        if (invalid) return invalid;
+        if (!chat) return bbError(404, "The requested resource was not found", "Not Found", "Chat does not exist!");
+        const displayName = body?.displayName;
+        if (!displayName) return Response.json({ status: 200, message: "Chat not updated! No update information provided!", data: chatJson(chat, true) });
+        if (chat.participants.length <= 1) return bbError(500, "Cannot rename a non-group chat!", "iMessage Error", "Chat is not a group");
+        // chatInterface.ts setDisplayName: the same name returns the chat as it is.
+        if ((chat.displayName ?? "") !== displayName) {
+          chat.displayName = displayName;
+          await groupChange(chat, null, 2, 0, { groupTitle: displayName });
+        }
+        return Response.json({ status: 200, message: "Successfully updated the following fields: displayName", data: chatJson(chat, true) });
+      }
+
+      const participantAction = /^\/api\/v1\/chat\/([^/]+)\/participant\/(add|remove)$/.exec(url.pathname);
+      if (req.method === "POST" && participantAction) {
+        const off = privateApiMiddleware();
+        if (off) return off;
+        const invalid = validate(body ?? {}, { address: "required|string" });
+        if (invalid) return invalid;
+        const chat = chats.get(decodeURIComponent(participantAction[1]!));
+        if (!chat) return bbError(404, "The requested resource was not found", "Not Found", "Chat does not exist!");
+        // chatInterface.ts toggleParticipant: groups only; the item records who was added or removed.
+        if (chat.participants.length === 1) return bbError(500, "The server has encountered an error", "Server Error", "Chat is not a group chat!");
+        const address = String(body.address);
+        const add = participantAction[2] === "add";
+        if (add && !chat.participants.includes(address)) chat.participants.push(address);
+        if (!add) chat.participants = chat.participants.filter((a) => a !== address);
+        await groupChange(chat, null, 1, add ? 0 : 1, { otherHandle: 7 });
+        return Response.json({ status: 200, message: "Success", data: chatJson(chat, true) });
+      }
+
       const chatAction = /^\/api\/v1\/chat\/([^/]+)\/(typing|read)$/.exec(url.pathname);
       if (chatAction && (req.method === "POST" || (req.method === "DELETE" && chatAction[2] === "typing"))) {
         // httpRoutes.ts: PrivateApiMiddleware; no body, no validator.
@@ -819,6 +921,14 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
     },
     addChat,
     addGroup,
+    async contactRenamesGroup(chat, address, name) {
+      chat.displayName = name;
+      return groupChange(chat, address, 2, 0, { groupTitle: name });
+    },
+    async contactLeavesGroup(chat, address) {
+      chat.participants = chat.participants.filter((a) => a !== address);
+      return groupChange(chat, address, 3, 0);
+    },
     emit,
     privateApi,
     typing,

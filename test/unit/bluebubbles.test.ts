@@ -91,8 +91,8 @@ const only = (type: string) => received.filter((r) => r.type === type).map((r) =
 const empty = { inbound: [], statuses: [], reactions: [], typing: [], reads: [], edits: [] };
 
 describe("our actions reach the BlueBubbles server", () => {
-  test("capabilities: everything but groups", () => {
-    expect(driver.capabilities).toEqual({ reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: false, media: true, threads: true });
+  test("capabilities: everything, groups included", () => {
+    expect(driver.capabilities).toEqual({ reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true });
   });
 
   test("react: message/react in the contact's chat on part 0 of the message; a removal is -<reaction>; its echo is no event", async () => {
@@ -231,15 +231,19 @@ describe("the server's webhooks become the driver's events", () => {
     ]);
   });
 
-  test("tapbacks Textwire does not know (an emoji tapback '2006', a sticker) and group tapbacks are skipped with a debug line", async () => {
+  test("tapbacks Textwire does not know (an emoji tapback '2006', a sticker) are skipped with a debug line; a group's names its chat", async () => {
     const phone = newPhone();
     const m = await theirs(phone);
     await fake.contactReacts(m, "2006");
     await fake.contactReacts(m, "sticker");
     const group = fake.addGroup([phone, newPhone()]);
     await fake.emit("new-message", { ...bbMessage({ address: phone, text: "Liked “x”", associatedMessageType: "like", associatedMessageGuid: `p:0/${m.guid}`, chatGuid: group.guid }) });
-    expect(only("new-message")).toEqual([empty, empty, empty]);
-    expect(debug.filter((d) => d.msg === "bluebubbles: tapback skipped").map((d) => d.type)).toEqual(["2006", "sticker", "like"]);
+    expect(only("new-message")).toEqual([
+      empty,
+      empty,
+      { ...empty, reactions: [{ phone, chat: group.guid, targetNetworkId: m.guid, reaction: "like", remove: false, at: expect.any(Number) }] },
+    ]);
+    expect(debug.filter((d) => d.msg === "bluebubbles: tapback skipped").map((d) => d.type)).toEqual(["2006", "sticker"]);
   });
 
   test("typing-indicator {display, guid} → the contact typing or not", async () => {

@@ -1,16 +1,69 @@
-import { chatInput, chatMessagesInput, chatOutput, chatsInput, chatsOutput } from "../../messages/chat-schemas";
+import {
+  chatInput,
+  chatMessagesInput,
+  chatOutput,
+  chatsInput,
+  chatsOutput,
+  createChatInput,
+  createChatOutput,
+  participantInPathInput,
+  participantInput,
+  renameChatInput,
+} from "../../messages/chat-schemas";
 import { chatById, listChatMessages, listChats, toChatRecord } from "../../messages/chats";
+import { typingOutput } from "../../messages/contacts";
+import { createGroup, markChatRead, renameGroup, setChatTyping, setGroupParticipant } from "../../messages/groups";
 import { historyOutput } from "../../messages/schemas";
-import { READ_ERRORS } from "../error-responses";
+import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
 import { authedProcedure, documentedOnly, router } from "../trpc";
 
 const tags = ["chats"];
 const NOT_FOUND = { 404: "No chat with this id." };
 const BAD_ID = "`id` is not a chat id";
+/** What every change of a group on the network answers besides its input errors. */
+const GROUP_CHANGE = {
+  ...NOT_FOUND,
+  409: "The chat is a direct chat (only groups have a name and participants), or its creation never reached the network.",
+  422: "The network cannot do group chats (GET /api/network: Twilio), or cannot now (BlueBubbles with its Private API off); nothing changed.",
+  502: "The network failed; nothing changed.",
+};
+const TYPING = {
+  ...READ_ERRORS,
+  ...NOT_FOUND,
+  400: `${BAD_ID}.`,
+  409: "The group's creation never reached the network.",
+  422: "The network cannot show typing (GET /api/network), or cannot now; nothing changed.",
+  502: "The network failed; nothing changed.",
+};
 
 /** Chats (docs/api.md "Chats"): every conversation, a contact's direct chat or a group. */
-export const chatsRouter = (_maxMessageLength: number) =>
+export const chatsRouter = (maxMessageLength: number) =>
   router({
+    create: authedProcedure
+      .meta({
+        successStatus: 201,
+        openapi: {
+          method: "POST",
+          path: "/api/chats",
+          tags,
+          summary: "Create a group chat by sending its first message",
+          description:
+            "Stores the group and its first message, then asks the network to create the group with it (BlueBubbles: chat/new with every address, through its Private API). The message then follows the usual statuses; send more with POST /api/send and `chat_id`.",
+          protect: true,
+          successDescription: "Created: the chat and its first message.",
+          errorResponses: {
+            ...BODY_ERRORS,
+            400: "Invalid input naming the field: `participants` not 2 to 32 distinct E.164 numbers, `name` empty or too long, `message` invalid; or the network refused the recipients (the message stays failed).",
+            422: "The network cannot do group chats (GET /api/network: Twilio), or cannot now (BlueBubbles with its Private API off); nothing was stored.",
+            502: "The network failed; the message stays in the chat as failed with its error.",
+            504: "The network did not answer in time: the group and message may still be created; `error.message_id` names the message.",
+          },
+        },
+      })
+      .input(createChatInput(maxMessageLength))
+      .output(createChatOutput)
+      .mutation(({ ctx, input }) => createGroup(ctx.app, input)),
+
     list: authedProcedure
       .meta({
         openapi: {
@@ -43,6 +96,102 @@ export const chatsRouter = (_maxMessageLength: number) =>
       .input(chatMessagesInput)
       .output(documentedOnly(historyOutput))
       .query(({ ctx, input }) => listChatMessages(ctx.app.storage, input)),
+
+    rename: authedProcedure
+      .meta({
+        openapi: {
+          method: "PATCH",
+          path: "/api/chats/{id}",
+          tags,
+          summary: "Rename a group chat",
+          description: "Renames the group on the network, then here (event `chat.updated`). The same name again changes nothing.",
+          protect: true,
+          errorResponses: { ...BODY_ERRORS, ...GROUP_CHANGE },
+        },
+      })
+      .input(renameChatInput)
+      .output(chatOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, chat: await renameGroup(ctx.app, input.id, input.name) })),
+
+    addParticipant: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/chats/{id}/participants",
+          tags,
+          summary: "Add a participant to a group chat",
+          description: "Adds `phone` on the network, then here (event `chat.updated`). One already in the group changes nothing.",
+          protect: true,
+          errorResponses: { ...BODY_ERRORS, ...GROUP_CHANGE },
+        },
+      })
+      .input(participantInput)
+      .output(chatOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, chat: await setGroupParticipant(ctx.app, input.id, input.phone, true) })),
+
+    removeParticipant: authedProcedure
+      .meta({
+        openapi: {
+          method: "DELETE",
+          path: "/api/chats/{id}/participants/{phone}",
+          tags,
+          summary: "Remove a participant from a group chat",
+          description: "Removes `phone` (raw or percent-encoded) on the network, then here (event `chat.updated`).",
+          protect: true,
+          errorResponses: { ...READ_ERRORS, ...GROUP_CHANGE, 400: `${BAD_ID}, or \`phone\` is not E.164.`, 404: "No chat with this id, or `phone` is not one of its participants." },
+        },
+      })
+      .input(participantInPathInput)
+      .output(chatOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, chat: await setGroupParticipant(ctx.app, input.id, input.phone, false) })),
+
+    startTyping: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/chats/{id}/typing",
+          tags,
+          summary: "Show our typing indicator in a chat",
+          description: "As POST /api/contacts/{phone}/typing, for any chat; in a group it stops when we send a message there. No body.",
+          protect: true,
+          errorResponses: TYPING,
+        },
+      })
+      .input(chatInput())
+      .output(typingOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, ...(await setChatTyping(ctx.app, input.id, true)) })),
+
+    stopTyping: authedProcedure
+      .meta({
+        openapi: {
+          method: "DELETE",
+          path: "/api/chats/{id}/typing",
+          tags,
+          summary: "Stop our typing indicator in a chat",
+          description: "As DELETE /api/contacts/{phone}/typing, for any chat.",
+          protect: true,
+          errorResponses: TYPING,
+        },
+      })
+      .input(chatInput())
+      .output(typingOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, ...(await setChatTyping(ctx.app, input.id, false)) })),
+
+    markRead: authedProcedure
+      .meta({
+        openapi: {
+          method: "POST",
+          path: "/api/chats/{id}/read",
+          tags,
+          summary: "Mark a chat read",
+          description: "Every inbound message of the chat gets `read_at`; a network with read receipts is told first. No body.",
+          protect: true,
+          errorResponses: { ...TYPING, 422: "The network has read receipts but cannot send them now (BlueBubbles with its Private API off); nothing changed." },
+        },
+      })
+      .input(chatInput())
+      .output(chatOutput)
+      .mutation(async ({ ctx, input }) => ({ success: true, chat: await markChatRead(ctx.app, input.id) })),
 
     get: authedProcedure
       .meta({

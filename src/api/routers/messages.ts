@@ -17,7 +17,7 @@ import { currentRecord } from "../../messages/network-actions";
 import { reactToMessage, removeOurReaction } from "../../messages/reactions";
 import { cancelScheduled, listScheduled } from "../../messages/scheduled";
 import { listHistory, pollInbound, sendAnswered } from "../../messages/service";
-import { generateInput, generateOutput } from "../../generator/schemas";
+import { generateOutput, generateRequestInput } from "../../generator/schemas";
 import { generateReply } from "../../generator/service";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
@@ -221,7 +221,7 @@ export const messagesRouter = (maxMessageLength: number) =>
           tags,
           summary: "Write a reply with the AI generator, and send it if asked",
           description:
-            "Writes a reply to the conversation in `context`, in `language` or the language of the last user turn. With `auto_send` it is sent exactly as by POST /api/send. Safe to retry with an Idempotency-Key.",
+            "Writes a reply to the conversation in `context`, in `language` or the language of the last user turn. With `auto_send` it is sent exactly as by POST /api/send, to `phone` or into the chat `chat_id`; an automated send, so a group where a participant replied STOP (and not START since) refuses it. Safe to retry with an Idempotency-Key.",
           protect: true,
           requestHeaders: idempotencyKeyHeader,
           errorResponses: {
@@ -232,7 +232,7 @@ export const messagesRouter = (maxMessageLength: number) =>
           },
         },
       })
-      .input(generateInput)
+      .input(generateRequestInput)
       .output(generateOutput)
       .mutation(({ ctx, input, signal }) => {
         const { auto_send, ...request } = input;
