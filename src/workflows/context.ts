@@ -2,6 +2,7 @@ import { z } from "zod";
 import { AppError, parseInput } from "../errors";
 import { generateInput } from "../generator/schemas";
 import type { Logger } from "../log";
+import { chatMutedError } from "../messages/chats";
 import { chatIdField, MAX_PAGE, phoneSchema, reactInput, sendInput } from "../messages/schemas";
 import { directChatPhone } from "../vocabulary/chats";
 import { isoTime, parseIsoInstant } from "../messages/time";
@@ -20,9 +21,6 @@ export interface RunTrack {
   /** What send and reply sent (or would have, in a dry run). */
   sends: SentMessage[];
 }
-
-/** The answer to an automated send into a group a participant muted with STOP (403, nothing stored). */
-const chatMutedError = () => new AppError("FORBIDDEN", "chat_id: a participant replied STOP in this group: automated sends to it wait until they send START there");
 
 export function replyKey(workflow: string, inboundId: string): string {
   return `workflow:${workflow}:reply:${inboundId}`;
