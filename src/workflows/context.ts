@@ -92,8 +92,9 @@ export function createWorkflowContext(opts: {
       if (!phone && messages.length) track.cursor = parseIsoInstant(messages[messages.length - 1]!.timestamp) ?? track.cursor;
       const polled: PolledMessage[] = [];
       for (const m of messages) {
-        // Inbound: `phone` is its contact, or in a group its sender.
-        const message = { ...m, phone: m.phone!, group: directChatPhone(m.chat_id) === undefined, mentioned: opts.mentioned(m.message) };
+        // Inbound: `phone` is its contact, or in a group its sender. A server older than chats gives no chat_id: direct.
+        const group = Boolean(m.chat_id) && directChatPhone(m.chat_id) === undefined;
+        const message = { ...m, phone: m.phone!, group, mentioned: opts.mentioned(m.message) };
         if (message.group && opts.groups === "mentions" && !message.mentioned) continue;
         track.handled.add(m.id);
         polled.push(message);
