@@ -56,12 +56,16 @@ export default defineWorkflow({
     const showTyping = ctx.network.capabilities.typing;
 
     for (const msg of await ctx.poll()) {
+      const at = Date.parse(msg.timestamp);
       // STOP, START and the other keywords are Textwire's to act on, not a conversation to answer.
-      if (optOutAction(msg.message)) delete (msg.group ? groupWaiting : waiting)[msg.group ? msg.chat_id : msg.phone];
+      if (optOutAction(msg.message)) {
+        if (msg.group) delete groupWaiting[msg.chat_id];
+        else delete waiting[msg.phone];
+      }
       // An iPhone's reaction sent as SMS (`Loved “…”`) is not a text to answer, whatever it quotes.
       else if (parseReactionText(msg.message)) continue;
-      else if (msg.group) groupWaiting[msg.chat_id] = { id: msg.id, at: Date.parse(msg.timestamp), phone: msg.phone };
-      else waiting[msg.phone] = { id: msg.id, at: Date.parse(msg.timestamp) };
+      else if (msg.group) groupWaiting[msg.chat_id] = { id: msg.id, at, phone: msg.phone };
+      else waiting[msg.phone] = { id: msg.id, at };
     }
 
     const now = Date.now();
