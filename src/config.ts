@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseTrustedProxy } from "./api/client-address";
+import { DEFAULT_MENTION_PATTERNS } from "./workflows/mentions";
 
 const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 
@@ -97,6 +98,12 @@ export const configSchema = z.object({
   GENERATIONS_RETENTION_DAYS: int(1, 36500).default(30),
   /** Unset: messages are kept for good; set: older ones are deleted with their media (docs/operations.md). */
   MESSAGE_RETENTION_DAYS: int(1, 36500).optional(),
+  /** Words that mention us in a group chat (docs/workflows.md "Group chats"): comma-separated, any case, whole words. */
+  MENTION_PATTERNS: z
+    .string()
+    .default(DEFAULT_MENTION_PATTERNS.join(","))
+    .transform((s) => s.split(",").map((word) => word.trim()).filter(Boolean))
+    .pipe(z.array(z.string().max(100, { error: "each word must be at most 100 characters" })).min(1, { error: "must hold at least one word, e.g. textwire" })),
   /** How often maintenance runs; shorter only for tests (docs/operations.md). */
   MAINTENANCE_INTERVAL_MS: int(100).default(60000),
   /** Browser origins allowed to call /mcp (docs/mcp.md); a request with any other Origin header is 403. */

@@ -70,6 +70,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       </header>
       <main className="container">
         <Switch>
+          <Route path="/conversations/group/:chat" component={ConversationsPage} />
           <Route path="/conversations/:phone?" component={ConversationsPage} />
           <Route path="/workflows" component={WorkflowsPage} />
           <Route path="/webhooks" component={WebhooksPage} />

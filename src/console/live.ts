@@ -2,12 +2,12 @@ import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-quer
 import { useCallback, useEffect, useState } from "react";
 import { useTRPC } from "./trpc";
 
-/** Refetches what shows messages: the conversation list, the open thread (history) and its contact's opt-out. */
+/** Refetches what shows messages: the conversation list, the groups, the open thread (history) and its contact's opt-out. */
 export function useRefreshMessages(): () => void {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   return useCallback(() => {
-    for (const queryKey of [trpc.conversations.list.pathKey(), trpc.messages.pathKey(), trpc.contacts.pathKey()]) {
+    for (const queryKey of [trpc.conversations.list.pathKey(), trpc.chats.pathKey(), trpc.messages.pathKey(), trpc.contacts.pathKey()]) {
       void queryClient.invalidateQueries({ queryKey });
     }
   }, [trpc, queryClient]);

@@ -8,6 +8,7 @@ import { failureOf, type Failure } from "../api/errors";
 import { idempotencyKeyHeader } from "../api/idempotency";
 import type { AppRouter } from "../api/router";
 import { AppError, parseInput } from "../errors";
+import { historyContext } from "../generator/context";
 import { generateInput, generateOutput } from "../generator/schemas";
 import { contactRecord } from "../messages/contacts";
 import { conversationsInput, conversationsOutput } from "../messages/conversations";
@@ -68,14 +69,6 @@ const tool = <I extends z.ZodObject, O extends z.ZodObject>(spec: ToolSpec<I, O>
 /** A record as a tool's whole result: its fields in an object without its OpenAPI id, so the schema's root is an object, not a $ref. */
 const asResult = <S extends z.ZodObject>(record: S, description: string) => z.object(record.shape).meta({ description }) as unknown as S;
 const recordOutput = asResult(messageRecord, "The message record, as GET /api/messages/{phone} shows it.");
-
-/** The contact's recent messages as the generator's turns, oldest first; messages without text (media, unsent) are left out. */
-export function historyContext(messages: readonly MessageRecord[]): { role: "user" | "assistant"; content: string }[] {
-  return messages
-    .filter((m) => m.message.trim() !== "")
-    .reverse()
-    .map((m) => ({ role: m.direction === "inbound" ? "user" : "assistant", content: m.message }));
-}
 
 /** The eight tools (docs/mcp.md); `maxMessageLength` is MAX_MESSAGE_LENGTH, as the send schema takes it. */
 function mcpTools(maxMessageLength: number) {

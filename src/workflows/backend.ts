@@ -1,5 +1,6 @@
 import type { App } from "../app";
 import { generateReply } from "../generator/service";
+import { isChatMuted, listChatMessages } from "../messages/chats";
 import { fingerprint, runIdempotent } from "../messages/idempotency";
 import type { MessageRecord } from "../messages/schemas";
 import type { SendAnswer } from "../messages/records";
@@ -13,8 +14,12 @@ import type { ContextTurn, NetworkInfo } from "./define";
 /** The messaging operations a workflow run uses, whether the messages live here or on a remote server (./remote-backend.ts). */
 export interface MessagingBackend {
   readonly hasGenerator: boolean;
-  poll(input: { since: number; phone?: string; limit: number }): Promise<{ messages: MessageRecord[]; hasMore: boolean }>;
+  /** `chats` "all": group messages too, under the same cursor. */
+  poll(input: { since: number; phone?: string; limit: number; chats: "direct" | "all" }): Promise<{ messages: MessageRecord[]; hasMore: boolean }>;
   history(input: { phone: string; limit: number; offset: number }): Promise<{ messages: MessageRecord[]; total: number }>;
+  chatHistory(input: { id: string; limit: number; offset: number }): Promise<{ messages: MessageRecord[]; total: number }>;
+  /** Whether automated sends into the chat wait (a STOP there). */
+  chatMuted(chatId: string): Promise<boolean>;
   generate(input: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }, signal: AbortSignal): Promise<{ id: string; text: string }>;
   /** Whether the contact opted out. */
   optedOut(phone: string): Promise<boolean>;
@@ -30,7 +35,7 @@ export interface MessagingBackend {
    * (`replayed`). With `anyText`, the key alone decides, whatever the text.
    */
   send(
-    input: { phone: string; message?: string; media?: { url: string }[]; reply_to?: string },
+    input: ({ phone: string; chat_id?: undefined } | { chat_id: string; phone?: undefined }) & { message?: string; media?: { url: string }[]; reply_to?: string },
     idempotency?: { key: string; anyText: boolean },
   ): Promise<{ record: Pick<MessageRecord, "id" | "timestamp" | "status"> & Partial<Pick<MessageRecord, "media">>; replayed: boolean }>;
 }
@@ -44,14 +49,19 @@ const SEND_LOCK_MS = 60_000;
 export function createLocalBackend(app: App): MessagingBackend {
   return {
     hasGenerator: app.generator !== null,
-    async poll({ since, phone, limit }) {
-      const page = await pollInbound(app.storage.messages, { since, phone, limit });
+    async poll(input) {
+      const page = await pollInbound(app.storage.messages, input);
       return { messages: page.messages, hasMore: page.has_more };
     },
     async history(input) {
       const page = await listHistory(app.storage.messages, input);
       return { messages: page.messages, total: page.total };
     },
+    async chatHistory(input) {
+      const page = await listChatMessages(app.storage, input);
+      return { messages: page.messages, total: page.total };
+    },
+    chatMuted: (chatId) => isChatMuted(app.storage, chatId),
     async generate(input, signal) {
       const reply = await generateReply(app, input, { signal });
       return { id: reply.message_id, text: reply.generated_message };
@@ -75,7 +85,7 @@ export function createLocalBackend(app: App): MessagingBackend {
         const { id, timestamp, status, media } = await sendMessage(app, input);
         return { record: { id, timestamp, status, media }, replayed: false };
       }
-      const print = fingerprint("send", idempotency.anyText ? { phone: input.phone } : input);
+      const print = fingerprint("send", idempotency.anyText ? (input.chat_id === undefined ? { phone: input.phone } : { chat_id: input.chat_id }) : input);
       const claim = { scope: WORKFLOW_SCOPE, key: idempotency.key };
       const { answer, replayed } = await runIdempotent(app.storage, claim, print, SEND_LOCK_MS, (taken) => sendAnswered(app, input, taken), app.log);
       return { record: sentRecord(answer), replayed };

@@ -2,11 +2,13 @@ import { z } from "zod";
 import { AppError, parseInput } from "../errors";
 import { generateInput } from "../generator/schemas";
 import type { Logger } from "../log";
-import { MAX_PAGE, phoneSchema, reactInput, sendInput } from "../messages/schemas";
+import { chatMutedError } from "../messages/chats";
+import { chatIdField, MAX_PAGE, phoneSchema, reactInput, sendInput } from "../messages/schemas";
+import { directChatPhone } from "../vocabulary/chats";
 import { isoTime, parseIsoInstant } from "../messages/time";
 import { microClock } from "../vocabulary/time";
 import type { MessagingBackend } from "./backend";
-import type { NetworkInfo, PolledMessage, SentMessage, WorkflowContext } from "./define";
+import type { GroupsMode, NetworkInfo, PolledMessage, SentMessage, WorkflowContext } from "./define";
 import type { WorkflowRepository } from "../db/port";
 import { getState, setState } from "./store";
 
@@ -36,6 +38,10 @@ export function createWorkflowContext(opts: {
   backend: MessagingBackend;
   workflows: WorkflowRepository;
   maxMessageLength: number;
+  /** The workflow's `groups`: which group messages poll returns. */
+  groups: GroupsMode;
+  /** Whether a text mentions us (MENTION_PATTERNS). */
+  mentioned: (text: string) => boolean;
   track: RunTrack;
   network: NetworkInfo;
   dryRun: boolean;
@@ -49,11 +55,18 @@ export function createWorkflowContext(opts: {
   const live = () => {
     if (signal.aborted) throw new AppError("SERVICE_UNAVAILABLE", `run stopped: ${String(signal.reason ?? "aborted")}`);
   };
-  const send = async (input: { phone: string; message?: string; media?: { url: string }[]; reply_to?: string }, idempotency?: { key: string; anyText: boolean }) => {
+  /** The one place a workflow's message leaves: to a contact's phone, or into a chat (a group's refused while muted). */
+  const send = async (
+    input: { phone?: string; chat_id?: string; message?: string; media?: { url: string }[]; reply_to?: string },
+    idempotency?: { key: string; anyText: boolean },
+  ) => {
     live();
-    // A workflow sends to a phone: the schema's other target (chat_id) is not in its input.
-    const valid = { ...parseInput(sendInput(opts.maxMessageLength), input), phone: input.phone };
-    const shown = { phone: valid.phone, message: valid.message ?? "" };
+    const { phone, chat_id, ...rest } = parseInput(sendInput(opts.maxMessageLength), input);
+    // A direct chat's id is its contact: sent as to the phone, so a reply keeps the key and checks it always had.
+    const to = chat_id === undefined ? { phone: phone! } : directChatPhone(chat_id) ? { phone: directChatPhone(chat_id)! } : { chat_id };
+    if (to.chat_id !== undefined && (await backend.chatMuted(to.chat_id))) throw chatMutedError();
+    const valid = { ...rest, ...to };
+    const shown = { phone: to.phone ?? "", ...(to.chat_id === undefined ? {} : { chat_id: to.chat_id }), message: valid.message ?? "" };
     let sent: SentMessage;
     if (dryRun) {
       sent = { id: `dry-run-${++dryIds}`, ...shown, media: [], timestamp: isoTime(microClock()), status: "queued", dryRun: true, replayed: false };
@@ -73,12 +86,20 @@ export function createWorkflowContext(opts: {
       live();
       const phone = o.phone === undefined ? undefined : parseInput(phoneSchema, o.phone);
       const limit = Math.min(Math.max(1, Math.floor(o.limit ?? MAX_PAGE)), MAX_PAGE);
-      const { messages } = await backend.poll({ since: track.cursor, phone, limit });
-      for (const m of messages) track.handled.add(m.id);
-      // A filtered poll is a view: moving the cursor past it would skip other contacts.
+      const { messages } = await backend.poll({ since: track.cursor, phone, limit, chats: opts.groups === "off" ? "direct" : "all" });
+      // A filtered poll is a view: moving the cursor past it would skip other contacts. Group
+      // messages left out ("mentions") are passed like the others: they are never answered.
       if (!phone && messages.length) track.cursor = parseIsoInstant(messages[messages.length - 1]!.timestamp) ?? track.cursor;
-      // A default poll is of direct chats: every inbound message there has its contact's phone.
-      return messages as PolledMessage[];
+      const polled: PolledMessage[] = [];
+      for (const m of messages) {
+        // Inbound: `phone` is its contact, or in a group its sender. A server older than chats gives no chat_id: direct.
+        const group = Boolean(m.chat_id) && directChatPhone(m.chat_id) === undefined;
+        const message = { ...m, phone: m.phone!, group, mentioned: opts.mentioned(m.message) };
+        if (message.group && opts.groups === "mentions" && !message.mentioned) continue;
+        track.handled.add(m.id);
+        polled.push(message);
+      }
+      return polled;
     },
     async history(phone, o = {}) {
       live();
@@ -87,6 +108,19 @@ export function createWorkflowContext(opts: {
         limit: Math.min(Math.max(1, Math.floor(o.limit ?? 50)), MAX_PAGE),
         offset: Math.max(0, Math.floor(o.offset ?? 0)),
       });
+    },
+    async chatHistory(chatId, o = {}) {
+      live();
+      return backend.chatHistory({
+        id: parseInput(chatIdField, chatId),
+        limit: Math.min(Math.max(1, Math.floor(o.limit ?? 50)), MAX_PAGE),
+        offset: Math.max(0, Math.floor(o.offset ?? 0)),
+      });
+    },
+    async muted(chatId) {
+      live();
+      const id = parseInput(chatIdField, chatId);
+      return directChatPhone(id) === undefined && backend.chatMuted(id);
     },
     async generate(req) {
       live();
@@ -98,7 +132,8 @@ export function createWorkflowContext(opts: {
       return send(input, idempotencyKey === undefined ? undefined : { key: `workflow:${workflow}:send:${idempotencyKey}`, anyText: false });
     },
     reply(inbound, message) {
-      return send({ phone: inbound.phone, message, reply_to: inbound.id }, { key: replyKey(workflow, inbound.id), anyText: true });
+      const to = inbound.chat_id === undefined ? { phone: inbound.phone } : { chat_id: inbound.chat_id };
+      return send({ ...to, message, reply_to: inbound.id }, { key: replyKey(workflow, inbound.id), anyText: true });
     },
     async optedOut(phone) {
       live();

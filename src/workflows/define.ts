@@ -12,8 +12,21 @@ export type { MessageRecord } from "../messages/schemas";
 export type { NetworkCapabilities } from "../vocabulary/network";
 export type { Reaction } from "../vocabulary/reactions";
 
-/** A polled message: an inbound one of a direct chat, so its `phone` is the contact's. */
-export type PolledMessage = MessageRecord & { phone: string };
+/** Which group messages `ctx.poll()` returns besides direct ones: none (the default), those that mention us, or all. */
+export const GROUPS_MODES = ["off", "mentions", "all"] as const;
+export type GroupsMode = (typeof GROUPS_MODES)[number];
+
+/**
+ * A polled message: an inbound one, so its `phone` is who sent it (in a direct chat the
+ * contact, in a group the participant). `chat_id` is its chat (`dm_…` or `grp_…`).
+ */
+export type PolledMessage = MessageRecord & {
+  phone: string;
+  /** True when it was written in a group chat (only with the workflow's `groups` "mentions" or "all"). */
+  group: boolean;
+  /** Its text names us: one of MENTION_PATTERNS as a whole word, any case (computed in direct chats too). */
+  mentioned: boolean;
+};
 
 /** The network this deployment runs on, as GET /api/network answers it. */
 export interface NetworkInfo {
@@ -24,7 +37,10 @@ export interface NetworkInfo {
 /** What `send` and `reply` return: the stored message, or in a dry run what would have been sent. */
 export interface SentMessage {
   id: string;
+  /** The contact; empty for a send into a group (`chat_id`). */
   phone: string;
+  /** The group it was sent into, when it was. */
+  chat_id?: string;
   /** Empty when only media was sent. */
   message: string;
   /** The files sent, as the message's record shows them (none in a dry run). */
@@ -44,18 +60,27 @@ export interface WorkflowContext {
   poll(opts?: { phone?: string; limit?: number }): Promise<PolledMessage[]>;
   /** One contact's messages, newest first. */
   history(phone: string, opts?: { limit?: number; offset?: number }): Promise<{ messages: MessageRecord[]; total: number }>;
+  /** One chat's messages, newest first: a group's (each inbound one's `phone` is its sender) or a direct chat's. */
+  chatHistory(chatId: string, opts?: { limit?: number; offset?: number }): Promise<{ messages: MessageRecord[]; total: number }>;
   /** A reply written by the generator (stored, not sent). */
   generate(req: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }): Promise<{ id: string; text: string }>;
   /**
    * Sends a message: text, media (up to 10 `{ url }`, fetched and kept by Textwire) or both;
    * with `idempotencyKey`, at most once per key and workflow.
    */
-  send(req: { phone: string; message?: string; media?: { url: string }[]; idempotencyKey?: string }): Promise<SentMessage>;
+  send(req: ({ phone: string; chat_id?: undefined } | { chat_id: string; phone?: undefined }) & { message?: string; media?: { url: string }[]; idempotencyKey?: string }): Promise<SentMessage>;
   /**
-   * Replies to an inbound message (`reply_to` is its id: a threaded reply where the network
-   * threads): at most one reply per inbound message, whatever the text.
+   * Replies to an inbound message in its chat (`reply_to` is its id: a threaded reply where
+   * the network threads): a group message is answered in the group, a direct one to its
+   * contact. At most one reply per inbound message, whatever the text.
    */
-  reply(inbound: Pick<PolledMessage, "id" | "phone">, message: string): Promise<SentMessage>;
+  reply(inbound: Pick<PolledMessage, "id" | "phone"> & { chat_id?: string }, message: string): Promise<SentMessage>;
+  /**
+   * Whether automated sends to the group wait: a participant replied STOP there and not START
+   * since. `send` and `reply` into such a group throw an AppError with code FORBIDDEN
+   * (`isOptedOut(err)`). A direct chat is never muted (its contact opts out: `optedOut`).
+   */
+  muted(chatId: string): Promise<boolean>;
   /**
    * Whether the contact opted out (replied STOP and not START since). `send` and `reply` to
    * such a contact throw an AppError with code FORBIDDEN (`isOptedOut(err)`).
@@ -97,10 +122,12 @@ export interface Workflow {
   timeoutMs?: number;
   /** `generator`: not scheduled when no generator is configured. */
   requires?: "generator"[];
+  /** Group messages `ctx.poll()` returns: "off" (default: direct messages only), "mentions" (those that mention us) or "all". */
+  groups?: GroupsMode;
   run(ctx: WorkflowContext): Promise<void> | void;
 }
 
-/** True for the error of a send or reply to a contact that opted out (403 FORBIDDEN), here or from a remote server. */
+/** True for the error of a send or reply to a contact that opted out, or into a muted group (403 FORBIDDEN), here or from a remote server. */
 export function isOptedOut(err: unknown): boolean {
   return err instanceof AppError && err.code === "FORBIDDEN";
 }
@@ -147,5 +174,6 @@ export const workflowShape = z.object({
   timezone: z.string({ error: "must be a string" }).refine(isTimeZone, "must be an IANA time zone, e.g. Europe/Madrid").optional(),
   timeoutMs: z.number({ error: "must be a number" }).int().positive({ error: "must be a positive whole number" }).optional(),
   requires: z.array(z.literal("generator", { error: 'may only hold "generator"' })).optional(),
+  groups: z.enum(GROUPS_MODES, { error: `must be one of ${GROUPS_MODES.map((m) => `"${m}"`).join(", ")}` }).optional(),
   run: z.custom<Workflow["run"]>((v) => typeof v === "function", { error: "must be a function run(ctx)" }),
 });

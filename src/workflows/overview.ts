@@ -70,7 +70,8 @@ export const runNowOutput = z.object({
   handled: z.number().int(),
   sends: z.array(
     z.object({
-      phone: z.string(),
+      phone: z.string().meta({ description: "The contact; empty for a send into a group (`chat_id`)." }),
+      chat_id: z.string().optional().meta({ description: "The group it was sent into, when it was." }),
       message: z.string().optional().meta({ description: "The text; absent when only media was sent." }),
       message_id: z.string().optional().meta({ description: "The stored message; absent in a dry run." }),
       status: messageRecord.shape.status.optional().meta({ description: "The message's status; absent in a dry run." }),
@@ -120,6 +121,7 @@ export function runAnswer(result: RunResult): z.infer<typeof runNowOutput> {
     handled: result.handled,
     sends: result.sends.map((s) => ({
       phone: s.phone,
+      ...(s.chat_id === undefined ? {} : { chat_id: s.chat_id }),
       ...(s.message ? { message: s.message } : {}),
       ...(s.dryRun ? {} : { message_id: s.id, status: s.status }),
     })),

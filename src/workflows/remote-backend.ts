@@ -24,14 +24,21 @@ export function createRemoteBackend(client: TextwireClient, url?: string): Messa
   return {
     // The server answers 503 to generate when it has no generator; the run then fails clearly.
     hasGenerator: true,
-    async poll({ since, phone, limit }) {
-      const page = await client.messages.poll.query({ since: since > 0 ? isoTime(since) : undefined, phone, limit });
+    async poll({ since, phone, limit, chats }) {
+      // The default stays the server's: one older than group chats refuses a `chats` it does not know.
+      const page = await client.messages.poll.query({ since: since > 0 ? isoTime(since) : undefined, phone, limit, ...(chats === "all" ? { chats } : {}) });
       return { messages: page.messages, hasMore: page.has_more };
     },
     async history(input) {
       const page = await client.messages.history.query(input);
       return { messages: page.messages, total: page.total };
     },
+    async chatHistory(input) {
+      const page = await client.chats.messages.query(input);
+      return { messages: page.messages, total: page.total };
+    },
+    // The API does not say yet whether a group is muted (GET /api/chats/{id}): a remote worker cannot hold its sends back (docs/workflows.md).
+    chatMuted: async () => false,
     async generate(input, signal) {
       const reply = await client.messages.generate.mutate(input, { signal });
       return { id: reply.message_id, text: reply.generated_message };

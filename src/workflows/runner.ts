@@ -7,6 +7,7 @@ import { DEFAULT_TIMEOUT_MS, type SentMessage, type Workflow } from "./define";
 import type { Storage } from "../db/port";
 import type { Recorder } from "../observability/recorder";
 import type { RunStatus } from "../vocabulary/workflows";
+import { DEFAULT_MENTION_PATTERNS, mentionMatcher } from "./mentions";
 import { ensureWorkflow, finishRun, INTERRUPTED_RUN } from "./store";
 import { annotateSpan, withSpan } from "../observability/trace";
 
@@ -16,6 +17,8 @@ export interface RunnerDeps {
   storage: Storage;
   log: Logger;
   maxMessageLength: number;
+  /** MENTION_PATTERNS: the words that mention us in a group (default: src/workflows/mentions.ts). */
+  mentionPatterns?: readonly string[];
   /** This process, as lease owner. */
   owner: string;
   /** How long a lease lasts unless renewed; renewed every third of it. */
@@ -90,6 +93,8 @@ async function runOnce(deps: RunnerDeps, wf: Workflow, opts: Parameters<typeof r
         backend: deps.backend,
         workflows,
         maxMessageLength: deps.maxMessageLength,
+        groups: wf.groups ?? "off",
+        mentioned: mentionMatcher(deps.mentionPatterns ?? DEFAULT_MENTION_PATTERNS),
         track,
         network: await deps.backend.network(),
         dryRun,

@@ -17,6 +17,7 @@ export function runnerDeps(app: App, log: Logger, remote?: MessagingBackend): Ru
     storage: app.storage,
     log,
     maxMessageLength: app.config.MAX_MESSAGE_LENGTH,
+    mentionPatterns: app.config.MENTION_PATTERNS,
     owner: `${process.pid}:${Bun.randomUUIDv7()}`,
     metrics: app.metrics,
   };

@@ -16,7 +16,7 @@ describe("keyboard", () => {
     await consoleNav(page).waitFor({ timeout: UI_MS });
   });
 
-  test("Tab reaches the navigation, Sign out, New message and the search, in that order", async () => {
+  test("Tab reaches the navigation, Sign out, New message, New group and the search, in that order", async () => {
     const { page } = app.tab;
     const nav = consoleNav(page);
     const order = [
@@ -26,6 +26,7 @@ describe("keyboard", () => {
       nav.getByRole("link", { name: "Keys", exact: true }),
       nav.getByRole("button", { name: "Sign out", exact: true }),
       page.getByRole("button", { name: "New message", exact: true }),
+      page.getByRole("button", { name: "New group", exact: true }),
       page.getByRole("searchbox", { name: "Search by number" }),
     ];
     // A fresh document: Tab starts from its top.

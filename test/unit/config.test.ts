@@ -22,6 +22,7 @@ const DEFAULTS: Config = {
   WORKFLOW_RUNS_RETENTION_DAYS: 30,
   EVENTS_RETENTION_DAYS: 30,
   GENERATIONS_RETENTION_DAYS: 30,
+  MENTION_PATTERNS: ["textwire"],
   MAINTENANCE_INTERVAL_MS: 60000,
   TWILIO_API_URL: "https://api.twilio.com",
   BLUEBUBBLES_SERVICE: "iMessage",
@@ -33,6 +34,16 @@ const DEFAULTS: Config = {
   MEDIA_STORE: "./data/media",
   SHUTDOWN_DRAIN_MS: 2000,
 };
+
+describe("MENTION_PATTERNS", () => {
+  test("comma-separated words, trimmed; empty entries dropped", () => {
+    expect(loadConfig({ MENTION_PATTERNS: " Textwire, @bot ,,assistant" }).MENTION_PATTERNS).toEqual(["Textwire", "@bot", "assistant"]);
+  });
+
+  test("no word at all stops the start naming it", () => {
+    expect(configError({ MENTION_PATTERNS: " , " }).message).toStartWith("invalid environment variable MENTION_PATTERNS: must hold at least one word");
+  });
+});
 
 describe("TRUSTED_PROXIES", () => {
   test("comma-separated IPv4 and IPv6 CIDRs and addresses", () => {

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { createHttpHandler } from "../../src/api/http";
 import { createApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
-import { historyContext } from "../../src/mcp/tools";
+import { historyContext } from "../../src/generator/context";
 import type { MessageRecord } from "../../src/messages/schemas";
 import { dialects, quietLog, storages } from "./helpers";
 
@@ -98,5 +98,13 @@ describe("historyContext", () => {
       { role: "user", content: "and now?" },
     ]);
     expect(newestFirst[0]!.message).toBe("and now?");
+  });
+
+  test("in a group each inbound turn names its sender; ours stay as they are", () => {
+    const said = (direction: "inbound" | "outbound", phone: string | null, message: string) => ({ direction, phone, message }) as MessageRecord;
+    expect(historyContext([said("outbound", null, "hi all"), said("inbound", "+14155550124", "textwire, dinner?"), said("inbound", "+14155550123", "")], { senders: true })).toEqual([
+      { role: "user", content: "+14155550124: textwire, dinner?" },
+      { role: "assistant", content: "hi all" },
+    ]);
   });
 });

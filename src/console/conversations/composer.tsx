@@ -3,11 +3,11 @@ import { ErrorAlert } from "../components/error-alert";
 import { useTRPC } from "../trpc";
 import { useMessageForm } from "./use-message-form";
 
-/** Sends to the thread's contact (Enter in the field submits the form); disabled for an opted-out contact. */
-export function Composer({ phone, optedOut }: { phone: string; optedOut: boolean }) {
+/** Sends to the thread's contact, or into its group (`chat_id`); Enter in the field submits the form; disabled for an opted-out contact. */
+export function Composer({ to, optedOut = false }: { to: { phone: string } | { chat_id: string }; optedOut?: boolean }) {
   const trpc = useTRPC();
   const noteId = useId();
-  const { text, setText, mutation: send, submit } = useMessageForm(phone, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
+  const { text, setText, mutation: send, submit } = useMessageForm(to, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
   return (
     <form onSubmit={submit}>
       <fieldset role="group" disabled={optedOut} aria-describedby={optedOut ? noteId : undefined}>

@@ -45,7 +45,7 @@ function Reactions({ reactions }: { reactions: MessageRecord["reactions"] }) {
 }
 
 /**
- * One message of a thread: direction, local time, status, "Edited" or "Unsent", its error,
+ * One message of a thread: direction (in a group, `showSender`: who sent a received one), local time, status, "Edited" or "Unsent", its error,
  * its files, the message it answers, its reactions, "Read" (`showRead`: our last message the
  * contact read) and what the operator can do with it (`capabilities`: once known).
  */
@@ -53,11 +53,13 @@ export function MessageItem({
   message,
   repliesTo,
   showRead,
+  showSender = false,
   capabilities,
 }: {
   message: MessageRecord;
   repliesTo: MessageRecord | undefined;
   showRead: boolean;
+  showSender?: boolean;
   capabilities: NetworkCapabilities | undefined;
 }) {
   const sent = message.direction === "outbound";
@@ -68,7 +70,7 @@ export function MessageItem({
   return (
     <li className={sent ? "sent" : "received"}>
       <small id={message.message ? undefined : describedId}>
-        <strong>{sent ? "Sent" : "Received"}</strong> · <LocalTime value={message.timestamp} /> · {message.status}
+        <strong>{sent ? "Sent" : showSender && message.phone ? `From ${message.phone}` : "Received"}</strong> · <LocalTime value={message.timestamp} /> · {message.status}
         {message.send_at && (
           <>
             {" "}

@@ -5,10 +5,10 @@ import { useCapabilities } from "./use-capabilities";
 
 /**
  * The thread's messages, oldest first, scrolled to the newest whenever one arrives, "Read"
- * under our last one the contact read. The list scrolls on its own, so it takes keyboard
- * focus (arrow keys scroll it).
+ * under our last one the contact read; with `senders` (a group) each received one names who
+ * sent it. The list scrolls on its own, so it takes keyboard focus (arrow keys scroll it).
  */
-export function MessageList({ phone, messages }: { phone: string; messages: MessageRecord[] }) {
+export function MessageList({ label, messages, senders = false }: { label: string; messages: MessageRecord[]; senders?: boolean }) {
   const ref = useRef<HTMLOListElement>(null);
   const newestId = messages.at(-1)?.id;
   useLayoutEffect(() => {
@@ -18,13 +18,14 @@ export function MessageList({ phone, messages }: { phone: string; messages: Mess
   const byId = new Map(messages.map((message) => [message.id, message]));
   const lastRead = messages.findLast((message) => message.direction === "outbound" && message.read_at)?.id;
   return (
-    <ol ref={ref} className="thread" tabIndex={0} aria-label={`Messages with ${phone}`}>
+    <ol ref={ref} className="thread" tabIndex={0} aria-label={label}>
       {messages.map((message) => (
         <MessageItem
           key={message.id}
           message={message}
           repliesTo={message.reply_to ? byId.get(message.reply_to) : undefined}
           showRead={message.id === lastRead}
+          showSender={senders}
           capabilities={capabilities}
         />
       ))}

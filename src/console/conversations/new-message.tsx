@@ -6,9 +6,8 @@ import { Modal } from "../components/modal";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { threadPath } from "./thread-path";
+import { typedPhone } from "./typed-phone";
 
-/** Spaces, dots, dashes and brackets people type in numbers; the rest is left for the server to judge (E.164). */
-const typedPhone = (value: string) => value.replace(/[\s().-]/g, "");
 
 function NewMessageDialog({ onClose }: { onClose: () => void }) {
   const trpc = useTRPC();

@@ -7,7 +7,7 @@ import { useMessageForm } from "./use-message-form";
 export function SimulateInbound({ phone }: { phone: string }) {
   const trpc = useTRPC();
   const headingId = useId();
-  const { text, setText, mutation: receive, submit } = useMessageForm(phone, (callbacks) => trpc.webhooks.loopback.mutationOptions(callbacks));
+  const { text, setText, mutation: receive, submit } = useMessageForm({ phone }, (callbacks) => trpc.webhooks.loopback.mutationOptions(callbacks));
   return (
     <section aria-labelledby={headingId}>
       <h3 id={headingId}>Simulate inbound</h3>

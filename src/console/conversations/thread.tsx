@@ -21,7 +21,7 @@ export function Thread({ phone }: { phone: string }) {
   const trpc = useTRPC();
   const headingId = useId();
   const refresh = useRefreshMessages();
-  const history = useHistory(phone);
+  const history = useHistory({ phone });
   const contact = useQuery({
     ...trpc.contacts.get.queryOptions({ phone }),
     refetchInterval: (query) => (query.state.data?.contact.typing ? TYPING_RECHECK_MS : false),
@@ -49,13 +49,13 @@ export function Thread({ phone }: { phone: string }) {
           Load older
         </button>
       )}
-      {history.messages.length > 0 ? <MessageList phone={phone} messages={history.messages} /> : history.loaded && <p>No messages yet.</p>}
+      {history.messages.length > 0 ? <MessageList label={`Messages with ${phone}`} messages={history.messages} /> : history.loaded && <p>No messages yet.</p>}
       {/* Always in the page, so that screen readers announce the change. */}
       <p role="status" className="typing">
         {typing && <small>typing…</small>}
       </p>
       <ScheduledMessages messages={history.messages} />
-      <Composer phone={phone} optedOut={optedOut} />
+      <Composer to={{ phone }} optedOut={optedOut} />
       {system.data?.network === "loopback" && <SimulateInbound phone={phone} />}
     </section>
   );

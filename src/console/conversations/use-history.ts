@@ -6,16 +6,23 @@ import { useTRPC } from "../trpc";
 /** The most messages.history returns at once (MAX_PAGE in src/messages/schemas.ts). */
 const PAGE = 100;
 
+/** Whose messages: a contact's (its direct chat) or a group chat's. */
+export type ThreadTarget = { phone: string } | { chatId: string };
+
 /**
- * A contact's messages, oldest first: the newest page, and older pages as asked. History
- * pages newest first by offset, so a message arriving shifts them: pages are merged by id,
- * the newer page's copy kept.
+ * A contact's or a group's messages, oldest first: the newest page, and older pages as asked.
+ * History pages newest first by offset, so a message arriving shifts them: pages are merged
+ * by id, the newer page's copy kept.
  */
-export function useHistory(phone: string) {
+export function useHistory(target: ThreadTarget) {
   const trpc = useTRPC();
   const [pages, setPages] = useState(1);
   const results = useQueries({
-    queries: Array.from({ length: pages }, (_, page) => trpc.messages.history.queryOptions({ phone, limit: PAGE, offset: page * PAGE })),
+    queries: Array.from({ length: pages }, (_, page) =>
+      "phone" in target
+        ? trpc.messages.history.queryOptions({ phone: target.phone, limit: PAGE, offset: page * PAGE })
+        : trpc.chats.messages.queryOptions({ id: target.chatId, limit: PAGE, offset: page * PAGE }),
+    ),
   });
   const byId = new Map<string, MessageRecord>();
   for (const result of results) for (const message of result.data?.messages ?? []) if (!byId.has(message.id)) byId.set(message.id, message);

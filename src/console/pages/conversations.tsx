@@ -1,5 +1,7 @@
 import { useParams } from "wouter";
 import { ConversationList } from "../conversations/conversation-list";
+import { GroupThread } from "../conversations/group-thread";
+import { NewGroup } from "../conversations/new-group";
 import { NewMessage } from "../conversations/new-message";
 import { Thread } from "../conversations/thread";
 
@@ -12,19 +14,28 @@ function decodedPhone(param: string): string {
   }
 }
 
-/** /conversations and /conversations/:phone: the list beside the open thread. */
+/** /conversations, /conversations/:phone and /conversations/group/:chat: the list beside the open thread, a contact's or a group's. */
 export function ConversationsPage() {
-  const { phone: param } = useParams<{ phone?: string }>();
+  const { phone: param, chat } = useParams<{ phone?: string; chat?: string }>();
   const phone = param === undefined ? undefined : decodedPhone(param);
   return (
     <>
       <div className="page-heading">
         <h1>Conversations</h1>
-        <NewMessage />
+        <div className="actions">
+          <NewMessage />
+          <NewGroup />
+        </div>
       </div>
       <div className="conversations">
-        <ConversationList openPhone={phone} />
-        {phone ? <Thread key={phone} phone={phone} /> : <p>Open a conversation, or start one with “New message”.</p>}
+        <ConversationList openPhone={phone} openChat={chat} />
+        {chat ? (
+          <GroupThread key={chat} chatId={chat} />
+        ) : phone ? (
+          <Thread key={phone} phone={phone} />
+        ) : (
+          <p>Open a conversation, or start one with “New message” or “New group”.</p>
+        )}
       </div>
     </>
   );

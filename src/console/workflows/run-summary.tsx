@@ -17,7 +17,7 @@ export function RunSummary({ name, dryRun, result }: { name: string; dryRun: boo
           <ul>
             {result.sends.map((send, i) => (
               <li key={send.message_id ?? i}>
-                {send.phone}: {send.message || "(media only)"}
+                {send.chat_id ?? send.phone}: {send.message || "(media only)"}
                 {send.status && ` (${send.status})`}
               </li>
             ))}

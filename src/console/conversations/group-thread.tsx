@@ -1,0 +1,32 @@
+import { useQuery } from "@tanstack/react-query";
+import { useId } from "react";
+import { ErrorAlert } from "../components/error-alert";
+import { useTRPC } from "../trpc";
+import { Composer } from "./composer";
+import { groupLabel } from "./group-label";
+import { MessageList } from "./message-list";
+import { useHistory } from "./use-history";
+
+/** One group chat: its name (or participants), its messages with each received one's sender, and the composer into it. */
+export function GroupThread({ chatId }: { chatId: string }) {
+  const trpc = useTRPC();
+  const headingId = useId();
+  const chat = useQuery(trpc.chats.get.queryOptions({ id: chatId }));
+  const history = useHistory({ chatId });
+  const group = chat.data?.chat;
+  const label = group ? groupLabel(group) : chatId;
+  return (
+    <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
+      <h2 id={headingId}>{label}</h2>
+      {group && <p>Group with {group.participants.join(", ")}</p>}
+      <ErrorAlert error={chat.error ?? history.error} />
+      {history.hasOlder && (
+        <button type="button" className="secondary outline compact" aria-busy={history.fetching} onClick={history.loadOlder}>
+          Load older
+        </button>
+      )}
+      {history.messages.length > 0 ? <MessageList label={`Messages in ${label}`} messages={history.messages} senders /> : history.loaded && <p>No messages yet.</p>}
+      <Composer to={{ chat_id: chatId }} />
+    </section>
+  );
+}
