@@ -13,12 +13,14 @@ import { generateInput, generateOutput } from "../generator/schemas";
 import { contactRecord } from "../messages/contacts";
 import { conversationsInput, conversationsOutput } from "../messages/conversations";
 import {
+  chatIdField,
   historyInput,
   historyOutput,
   mediaInput,
   messageIdInput,
   messageRecord,
   messageTextSchema,
+  phoneOrChat,
   phoneSchema,
   pollInput,
   pollOutput,
@@ -78,11 +80,12 @@ function mcpTools(maxMessageLength: number) {
       name: "send_message",
       title: "Send a text message",
       description:
-        "Sends a text message to a phone number and returns its stored record (status queued, sent, delivered or failed; scheduled with send_at). " +
+        "Sends a text message to a phone number, or into a chat by chat_id (a group's too: exactly one of the two), and returns its stored record (status queued, sent, delivered or failed; scheduled with send_at). " +
         "Refused when the contact opted out by replying STOP, and on the API's rate limit. Pass an idempotency_key (any unique string, e.g. a UUID) " +
         "so that a retry after a timeout or an error never texts the person twice: the same key with the same arguments returns the first message.",
       input: z.object({
-        phone: phoneSchema.meta({ description: "The recipient, E.164: + and country code, no spaces.", example: "+14155550123" }),
+        phone: phoneSchema.optional().meta({ description: "The recipient, E.164: + and country code, no spaces (or chat_id: exactly one of the two).", example: "+14155550123" }),
+        chat_id: chatIdField.optional(),
         message: messageTextSchema(maxMessageLength),
         media_urls: z
           .array(z.string(typeError("a string")), typeError("an array of URLs"))
@@ -99,7 +102,9 @@ function mcpTools(maxMessageLength: number) {
           description: "1 to 255 printable ASCII characters you choose (a UUID is fine). The same key with the same arguments within 24 hours sends nothing new and returns the first message; with other arguments it is refused.",
           example: "order-1234-confirmation",
         }),
-      }),
+      })
+        .refine(...phoneOrChat[0]!)
+        .refine(...phoneOrChat[1]!),
       output: recordOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
       async run(api, { idempotency_key, media_urls, ...send }) {
@@ -128,7 +133,12 @@ function mcpTools(maxMessageLength: number) {
       description:
         "Messages people sent to us, oldest first, after `since`. Pass the returned next_since as the next call's since to get each message exactly once; " +
         "has_more says another page is waiting at once. Polling consumes nothing: any number of agents may poll the same messages.",
-      input: pollInput.extend({ phone: pollInput.shape.phone.meta({ description: "Only messages from this E.164 phone number.", example: "+14155550123" }) }),
+      // Direct chats only, as GET /api/messages/poll without chats=all: a group's messages are read by chat.
+      input: z.object({
+        since: pollInput.shape.since,
+        phone: pollInput.shape.phone.meta({ description: "Only messages from this E.164 phone number.", example: "+14155550123" }),
+        limit: pollInput.shape.limit,
+      }),
       output: z.object({
         messages: pollOutput.shape.messages,
         has_more: pollOutput.shape.has_more,

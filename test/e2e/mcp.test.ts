@@ -92,7 +92,7 @@ describe("tools/list", () => {
     expect(tools.map((t) => t.name)).toEqual(TOOLS);
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     const args = (name: string) => Object.keys(byName[name]!.inputSchema.properties ?? {});
-    expect(args("send_message")).toEqual(["phone", "message", "media_urls", "reply_to", "send_at", "idempotency_key"]);
+    expect(args("send_message")).toEqual(["phone", "chat_id", "message", "media_urls", "reply_to", "send_at", "idempotency_key"]);
     expect(args("get_history")).toEqual(["phone", "limit", "offset"]);
     expect(args("poll_inbound")).toEqual(["since", "phone", "limit"]);
     expect(args("list_conversations")).toEqual(["query", "limit"]);
@@ -100,7 +100,7 @@ describe("tools/list", () => {
     expect(args("get_contact")).toEqual(["phone"]);
     expect(args("react")).toEqual(["message_id", "reaction"]);
     expect(args("cancel_scheduled")).toEqual(["message_id"]);
-    expect(byName.send_message!.inputSchema.required).toEqual(["phone", "message"]);
+    expect(byName.send_message!.inputSchema.required).toEqual(["message"]);
     expect(byName.generate_reply!.inputSchema.required).toEqual(["phone"]);
     expect(byName.get_history!.inputSchema.properties!.limit).toMatchObject({ type: "integer", minimum: 1, default: 50 });
     expect(byName.react!.inputSchema.properties!.reaction).toMatchObject({ enum: ["love", "like", "dislike", "laugh", "emphasize", "question"] });
@@ -211,6 +211,21 @@ describe("the tools, as their REST twins", () => {
 });
 
 describe("refusals are results with isError and the API's message", () => {
+  test("send_message with chat_id sends into a group; the group's messages are not in poll_inbound", async () => {
+    const client = await mcp();
+    const [ann, bob] = [newPhone(), newPhone()];
+    const chat = { id: `mcp-group-${Date.now()}`, name: "Agents", participants: [ann, bob] };
+    expect((await call(server, "POST", "/webhooks/loopback", { body: { phone: ann, message: "hello group", chat } })).status).toBe(200);
+    const groups = (await call<{ chats: { id: string; name: string | null }[] }>(server, "GET", "/api/chats?kind=group")).body.chats;
+    const group = groups.find((c) => c.name === "Agents")!;
+    const sent = await use<MessageRecord & { chat_id: string }>(client, "send_message", { chat_id: group.id, message: "hi all", idempotency_key: `group-${group.id}` });
+    expect(sent).toMatchObject({ chat_id: group.id, phone: null, message: "hi all", direction: "outbound" });
+    const page = (await call<{ messages: { id: string }[] }>(server, "GET", `/api/chats/${group.id}/messages`)).body.messages;
+    expect(page.map((m) => m.id)).toContain(sent.id);
+    const polled = await use<{ messages: MessageRecord[] }>(client, "poll_inbound", { phone: ann });
+    expect(polled.messages.map((m) => m.message)).not.toContain("hello group");
+  });
+
   test("a bad argument names the field", async () => {
     const client = await mcp();
     expect(await refusal(client, "send_message", { phone: "4155550123", message: "hi" })).toBe("phone: must be E.164, e.g. +14155550123");
@@ -220,6 +235,8 @@ describe("refusals are results with isError and the API's message", () => {
     expect(await refusal(client, "get_history", { phone: newPhone(), limit: 0 })).toBe("limit: must be at least 1");
     expect(await refusal(client, "poll_inbound", { since: "yesterday" })).toStartWith("since: must be an ISO 8601 date-time");
     expect(await refusal(client, "react", { message_id: "x", reaction: "hug" })).toStartWith("reaction: must be one of love, like");
+    expect(await refusal(client, "send_message", { message: "hi" })).toBe("phone: is required (or chat_id: exactly one of the two)");
+    expect(await refusal(client, "send_message", { phone: newPhone(), chat_id: "grp_x", message: "hi" })).toBe("chat_id: cannot be given with phone: give exactly one of phone and chat_id");
     // The session goes on.
     expect((await client.listTools()).tools).toHaveLength(8);
   });
