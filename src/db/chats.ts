@@ -15,6 +15,8 @@ export interface ChatRow {
   /** µs; null until its first message. */
   lastMessageAt: number | null;
   messages: number;
+  /** Someone's STOP in it mutes automated sends to it (`chat_mutes`). */
+  muted: boolean;
 }
 
 export type NewChat = Pick<ChatRow, "id" | "kind" | "name" | "participants" | "network" | "networkId">;
@@ -45,11 +47,12 @@ export interface ChatRepository {
   muted(chatId: string): Promise<boolean>;
 }
 
-const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages`;
-type Stored = Omit<ChatRow, "participants"> & { participants: string[] | string };
-/** SQLite keeps the list as JSON text, PostgreSQL as a text[]. */
+const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages,
+  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted`;
+type Stored = Omit<ChatRow, "participants" | "muted"> & { participants: string[] | string; muted: boolean | number };
+/** SQLite keeps the list as JSON text, PostgreSQL as a text[]; SQLite's EXISTS is 0 or 1. */
 export const chatRow = (row: Stored | undefined): ChatRow | undefined =>
-  row && { ...row, participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants, messages: Number(row.messages) };
+  row && { ...row, participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants, messages: Number(row.messages), muted: Boolean(row.muted) };
 
 const byId = sql<Stored>("chats.get", `SELECT ${ROW} FROM chats WHERE id = $id`);
 const byNetworkId = sql<Stored>("chats.byNetworkId", `SELECT ${ROW} FROM chats WHERE network = $network AND network_id = $networkId`);

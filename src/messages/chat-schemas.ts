@@ -13,6 +13,10 @@ export const chatRecord = z
     participants: z.array(z.string()).meta({ description: "E.164 numbers of the other people in it, without us.", example: ["+14155550123", "+14155550124"] }),
     created_at: z.string().meta({ description: "When Textwire first saw it (ISO 8601, UTC, microseconds).", example: "2026-11-21T09:30:00.123456Z" }),
     last_message_at: z.string().nullable().meta({ description: "Its newest message's timestamp; null when it has none.", example: "2026-11-21T09:30:00.123456Z" }),
+    muted: z.boolean().meta({
+      description:
+        "A group whose participant replied STOP there: automated sends to it (workflows, generate with auto_send) are refused until that participant replies START; API sends still go. Always false for a direct chat (its contact's opt-out: GET /api/contacts/{phone}).",
+    }),
   })
   .meta({ id: "Chat" });
 

@@ -17,6 +17,7 @@ export function toChatRecord(row: ChatRow): ChatRecord {
     participants: row.participants,
     created_at: isoTime(row.createdAt),
     last_message_at: row.lastMessageAt === null ? null : isoTime(row.lastMessageAt),
+    muted: row.muted,
   };
 }
 

@@ -38,7 +38,7 @@ export function createRemoteBackend(client: TextwireClient, url?: string): Messa
       return { messages: page.messages, total: page.total };
     },
     // The API does not say yet whether a group is muted (GET /api/chats/{id}): a remote worker cannot hold its sends back (docs/workflows.md).
-    chatMuted: async () => false,
+    chatMuted: async (id) => (await client.chats.get.query({ id })).chat.muted,
     async generate(input, signal) {
       const reply = await client.messages.generate.mutate(input, { signal });
       return { id: reply.message_id, text: reply.generated_message };

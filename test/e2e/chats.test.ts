@@ -201,12 +201,15 @@ describe("groups on the loopback network: create, change, act in, and STOP", () 
     const group = { id: "loopback:stop", name: "Stop test", participants: [ann, bob] };
     await call(server, "POST", "/webhooks/loopback", { body: { phone: ann, message: "hello", chat: group } });
     const stopChat = (await call<{ chats: Chat[] }>(server, "GET", "/api/chats?kind=group")).body.chats.find((c) => c.name === "Stop test")!;
+    const isMuted = async () => (await call<{ chat: { muted: boolean } }>(server, "GET", `/api/chats/${stopChat.id}`)).body.chat.muted;
+    expect(await isMuted()).toBe(false);
     const generate = () => call<{ sent: boolean }>(server, "POST", "/api/generate", { body: { chat_id: stopChat.id, context: [{ role: "user", content: "hi" }], auto_send: true } });
     expect((await generate()).body.sent).toBe(true);
 
     await call(server, "POST", "/webhooks/loopback", { body: { phone: bob, message: "STOP", chat: group } });
     expect((await call<{ contact: { opted_out: boolean } }>(server, "GET", `/api/contacts/${encodeURIComponent(bob)}`)).body.contact.opted_out).toBe(true);
     const before = model.requests.length;
+    expect(await isMuted()).toBe(true);
     const muted = expectError(await generate(), 403, "FORBIDDEN");
     expect(muted.error.message).toContain("chat_id");
     expect(model.requests.length).toBe(before);
@@ -216,7 +219,9 @@ describe("groups on the loopback network: create, change, act in, and STOP", () 
     // START from someone else does not lift it; from bob it does.
     await call(server, "POST", "/webhooks/loopback", { body: { phone: ann, message: "START", chat: group } });
     expectError(await generate(), 403, "FORBIDDEN");
+    expect(await isMuted()).toBe(true);
     await call(server, "POST", "/webhooks/loopback", { body: { phone: bob, message: "START", chat: group } });
+    expect(await isMuted()).toBe(false);
     expect((await generate()).body.sent).toBe(true);
   });
 });

@@ -153,6 +153,14 @@ describe("a remote worker with groups \"all\"", () => {
         ["seen group text: standup at 10", group.id],
         ["seen group mention: textwire, book a room", group.id],
       ]);
+
+      // bob's STOP mutes the group: the worker learns it from the chat record (muted) and
+      // answers neither it nor what follows. ann's direct text after them shows they were handled.
+      await groupText(api, team, bob, "STOP");
+      await groupText(api, team, ann, "textwire, still there?");
+      await inbound(api, ann, "direct marker");
+      await waitFor("the reply to the direct marker", 20_000, async () => (await history(api, ann)).messages.some((m) => m.message === "seen direct text: direct marker") || undefined, () => worker.stdout + worker.stderr);
+      expect(outbound((await groupMessages(api, "Team")).messages)).toHaveLength(2);
     },
   );
 });

@@ -35,7 +35,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const second = (await storage.messages.insert(message({ direction: "outbound", status: "queued" }))).row;
     expect(await storage.chats.get("dm_14155550123")).toEqual({
       id: "dm_14155550123", kind: "direct", name: null, participants: [A], network: null, networkId: null,
-      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2,
+      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false,
     });
   });
 
