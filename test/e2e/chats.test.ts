@@ -149,6 +149,21 @@ describe("groups on the loopback network: create, change, act in, and STOP", () 
     await model.stop();
   });
 
+  test("POST /api/chats with an Idempotency-Key: a retry answers the same group and creates no other", async () => {
+    const [x, y] = [newPhone(), newPhone()];
+    const create = (message: string) =>
+      call<{ chat: Chat; message: { id: string } }>(server, "POST", "/api/chats", { body: { participants: [x, y], message }, headers: { "Idempotency-Key": `group-${x}` } });
+    const first = await create("Hello both");
+    const again = await create("Hello both");
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    const groups = (await call<{ chats: Chat[] }>(server, "GET", "/api/chats?kind=group&limit=100")).body.chats;
+    expect(groups.filter((c) => c.participants.includes(x))).toHaveLength(1);
+    expectError(await create("Another text"), 409, "CONFLICT");
+  });
+
   test("POST /api/chats answers 201 with the named group; renames and participants change it, each a chat.updated event", async () => {
     expect(chat).toMatchObject({ kind: "group", name: "Trip", participants: [ann, bob] });
     expect((await call<{ chat: Chat }>(server, "PATCH", `/api/chats/${chat.id}`, { body: { name: "Road trip" } })).body.chat.name).toBe("Road trip");

@@ -15,7 +15,9 @@ import { typingOutput } from "../../messages/contacts";
 import { createGroup, markChatRead, renameGroup, setChatTyping, setGroupParticipant } from "../../messages/groups";
 import { historyOutput } from "../../messages/schemas";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
+import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
 import { authedProcedure, documentedOnly, router } from "../trpc";
+import { SEND_LOCK_MS } from "./messages";
 
 const tags = ["chats"];
 const NOT_FOUND = { 404: "No chat with this id." };
@@ -48,21 +50,23 @@ export const chatsRouter = (maxMessageLength: number) =>
           tags,
           summary: "Create a group chat by sending its first message",
           description:
-            "Stores the group and its first message, then asks the network to create the group with it (BlueBubbles: chat/new with every address, through its Private API). The message then follows the usual statuses; send more with POST /api/send and `chat_id`.",
+            "Stores the group and its first message, then asks the network to create the group with it (BlueBubbles: chat/new with every address, through its Private API). The message then follows the usual statuses; send more with POST /api/send and `chat_id`. With an Idempotency-Key a retry of a success answers it again without creating another group.",
           protect: true,
+          requestHeaders: idempotencyKeyHeader,
           successDescription: "Created: the chat and its first message.",
           errorResponses: {
             ...BODY_ERRORS,
             400: "Invalid input naming the field: `participants` not 2 to 32 distinct E.164 numbers, `name` empty or too long, `message` invalid; or the network refused the recipients (the message stays failed).",
+            409: "The Idempotency-Key belongs to a request still in progress, or was used with another body.",
             422: "The network cannot do group chats (GET /api/network: Twilio), or cannot now (BlueBubbles with its Private API off); nothing was stored.",
             502: "The network failed; the message stays in the chat as failed with its error.",
-            504: "The network did not answer in time: the group and message may still be created; `error.message_id` names the message.",
+            504: "The network did not answer in time: the group and message may still be created; `error.message_id` names the message. Look for it (GET /api/chats) before creating the group again: the Idempotency-Key is freed.",
           },
         },
       })
       .input(createChatInput(maxMessageLength))
       .output(createChatOutput)
-      .mutation(({ ctx, input }) => createGroup(ctx.app, input)),
+      .mutation(({ ctx, input }) => idempotentMutation(ctx, "chats.create", input, SEND_LOCK_MS, () => createGroup(ctx.app, input))),
 
     list: authedProcedure
       .meta({

@@ -49,7 +49,7 @@ const OUR_WINDOW = (verb: string, late: string) =>
   `The message cannot be ${verb}: it is not ours, not sent (yet), unsent, or ${late}; the message says which (\`message <id> cannot be ${verb}: …\`).`;
 
 /** How long an idempotency key stays locked by a request that stored nothing yet. */
-const SEND_LOCK_MS = 60_000;
+export const SEND_LOCK_MS = 60_000;
 
 export const messagesRouter = (maxMessageLength: number) =>
   router({
