@@ -49,17 +49,17 @@ const HISTORY = q(
      m.reaction_count, m.read_at, m.edited_at, m.unsent_at, c.total
    FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $1), 0) AS total) c
    LEFT JOIN LATERAL (
-     SELECT ${RECORD} FROM messages WHERE phone = $1 ORDER BY timestamp DESC, id DESC LIMIT $2 OFFSET $3
+     SELECT ${RECORD} FROM messages WHERE phone = $1 AND chat_id IS NULL ORDER BY timestamp DESC, id DESC LIMIT $2 OFFSET $3
    ) m ON true
    ORDER BY m.timestamp DESC, m.id DESC`,
 );
 const INBOUND_AFTER = q(
   "floor.inboundAfter",
-  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
+  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND chat_id IS NULL AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
 );
 const INBOUND_FROM_AFTER = q(
   "floor.inboundFromAfter",
-  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $3 AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
+  `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = $3 AND chat_id IS NULL AND timestamp > $1 ORDER BY timestamp ASC LIMIT $2`,
 );
 
 const MEDIA_OF = q("floor.mediaOf", "SELECT message_id, id, content_type, size FROM media WHERE message_id = ANY($1::text[]) ORDER BY message_id, position");

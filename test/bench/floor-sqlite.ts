@@ -34,12 +34,12 @@ export function openSqliteStore(url: string): FloorStore {
   );
   const byId = db.prepare<RecordValues, [string]>(`SELECT ${RECORD} FROM messages WHERE id = ?1`);
   const historyPage = db.prepare<RecordValues, [string, number, number]>(
-    `SELECT ${RECORD} FROM messages WHERE phone = ?1 ORDER BY timestamp DESC, id DESC LIMIT ?2 OFFSET ?3`,
+    `SELECT ${RECORD} FROM messages WHERE phone = ?1 AND chat_id IS NULL ORDER BY timestamp DESC, id DESC LIMIT ?2 OFFSET ?3`,
   );
   // Kept by a trigger on every insert (drizzle/sqlite/0005_contacts.sql).
   const historyTotal = db.prepare<[number], [string]>("SELECT messages FROM contacts WHERE phone = ?1");
   const inboundAfter = db.prepare<RecordValues, [number, number]>(
-    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND chat_id IS NULL AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
   );
   const mediaOf = db.prepare<[string, string, string, number], [string]>(
     "SELECT message_id, id, content_type, size FROM media WHERE message_id IN (SELECT value FROM json_each(?1)) ORDER BY message_id, position",
@@ -53,7 +53,7 @@ export function openSqliteStore(url: string): FloorStore {
      ON CONFLICT (phone) DO UPDATE SET opted_out = ?2, opted_out_at = CASE WHEN ?2 THEN coalesce(contacts.opted_out_at, ?3) END`,
   );
   const inboundFromAfter = db.prepare<RecordValues, [number, number, string]>(
-    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = ?3 AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' AND phone = ?3 AND chat_id IS NULL AND timestamp > ?1 ORDER BY timestamp ASC LIMIT ?2`,
   );
 
   /** Runs `fn` between `begin` and COMMIT, rolled back when it throws. */

@@ -33,7 +33,8 @@
  *
  * Records carry `reply_to`, `media` and `reactions` (each read in one more query only when a
  * page has a message with some, as src/messages/records.ts toRecords), `read_at`, `edited_at`,
- * `unsent_at`, and `send_at` when set. Text only: no media, replies, scheduling, reactions,
+ * `unsent_at`, `chat_id` (the contact's direct chat: the floor serves direct messages only,
+ * as the spec's routes read them), and `send_at` when set. Text only: no media, replies, scheduling, reactions,
  * read marks, edits or unsends are sent.
  *
  * The same rules as Textwire (src/messages/schemas.ts, phone.ts, text.ts, time.ts,
@@ -52,6 +53,7 @@ import { E164_HINT, isE164, phoneFromPath, phoneFromQuery } from "../../src/mess
 import { optOutAction, OPTED_OUT_MESSAGE } from "../../src/messages/opt-out";
 import { messageTextProblem } from "../../src/messages/text";
 import { isoTime, parseIsoInstant } from "../../src/messages/time";
+import { directChatId } from "../../src/vocabulary/chats";
 
 // ---- the store port (implemented by floor-sqlite.ts and floor-postgres.ts) --------------
 
@@ -262,7 +264,7 @@ function recordJson(r: RecordValues, media: Files, reactions: Reactions): string
   const sendAt = r[9] === null ? "" : `,"send_at":"${isoTime(r[9] * 1000)}"`;
   const files = r[8] > 0 ? (media?.get(r[0]) ?? []).map(mediaJson).join(",") : "";
   const standing = r[10] > 0 ? (reactions?.get(r[0]) ?? []).map(reactionJson).join(",") : "";
-  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}],"reactions":[${standing}],"read_at":${msTime(r[11])},"edited_at":${msTime(r[12])},"unsent_at":${msTime(r[13])}${error}${sendAt}}`;
+  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}],"reactions":[${standing}],"read_at":${msTime(r[11])},"edited_at":${msTime(r[12])},"unsent_at":${msTime(r[13])},"chat_id":${str(directChatId(r[1]))}${error}${sendAt}}`;
 }
 
 /** The records of a page, its files and its reactions each read in one query only when a message has some. */
