@@ -26,6 +26,12 @@ export function replyKey(workflow: string, inboundId: string): string {
   return `workflow:${workflow}:reply:${inboundId}`;
 }
 
+/** A history page as the API pages: `limit` 1 to MAX_PAGE (default 50), `offset` from 0. */
+const page = (o: { limit?: number; offset?: number }) => ({
+  limit: Math.min(Math.max(1, Math.floor(o.limit ?? 50)), MAX_PAGE),
+  offset: Math.max(0, Math.floor(o.offset ?? 0)),
+});
+
 const typingInput = z.object({ phone: phoneSchema, on: z.boolean({ error: "must be true or false" }) });
 
 /**
@@ -103,19 +109,11 @@ export function createWorkflowContext(opts: {
     },
     async history(phone, o = {}) {
       live();
-      return backend.history({
-        phone: parseInput(phoneSchema, phone),
-        limit: Math.min(Math.max(1, Math.floor(o.limit ?? 50)), MAX_PAGE),
-        offset: Math.max(0, Math.floor(o.offset ?? 0)),
-      });
+      return backend.history({ phone: parseInput(phoneSchema, phone), ...page(o) });
     },
     async chatHistory(chatId, o = {}) {
       live();
-      return backend.chatHistory({
-        id: parseInput(chatIdField, chatId),
-        limit: Math.min(Math.max(1, Math.floor(o.limit ?? 50)), MAX_PAGE),
-        offset: Math.max(0, Math.floor(o.offset ?? 0)),
-      });
+      return backend.chatHistory({ id: parseInput(chatIdField, chatId), ...page(o) });
     },
     async muted(chatId) {
       live();

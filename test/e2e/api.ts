@@ -15,6 +15,17 @@ export interface MessageRecord {
   reply_to: string | null;
   media: { id: string; content_type: string; size: number; url: string }[];
 }
+/** A chat as the API answers it (docs/api.md "Chats"). */
+export interface Chat {
+  id: string;
+  kind: "direct" | "group";
+  name: string | null;
+  participants: string[];
+  created_at: string;
+  last_message_at: string | null;
+  muted: boolean;
+}
+
 export interface SendResult {
   success: boolean;
   message_id: string;

@@ -5,19 +5,13 @@
 // `chat.updated` to a webhook endpoint; a group change's `new-message` is no message.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { call, expectError, history, newPhone, poll, type HistoryResult, type MessageRecord } from "./api";
+import { call, type Chat, expectError, history, type HistoryResult, type MessageRecord, newPhone, poll } from "./api";
 import { startServer, waitUntil, type Server } from "./harness";
 import { bbMessage, blueBubblesEnv, startFakeBlueBubbles, type FakeBlueBubbles } from "../support/fake-bluebubbles";
 import { startReceiver, type Receiver } from "../support/webhook-receiver";
 
 setDefaultTimeout(60_000);
 
-interface Chat {
-  id: string;
-  kind: "direct" | "group";
-  name: string | null;
-  participants: string[];
-}
 type Record_ = MessageRecord & { chat_id: string; phone: string | null };
 
 const SECRET = randomBytes(24).toString("base64url");

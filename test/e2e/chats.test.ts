@@ -2,21 +2,13 @@
 // with their senders, stay out of one-to-one history and the default poll, and come in
 // `chats=all` polls under the same cursor; sends name a phone or a chat, exactly one.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { call, expectBadField, expectError, history, inbound, newPhone, poll, send, type HistoryResult, type SendResult } from "./api";
+import { call, type Chat, expectBadField, expectError, history, type HistoryResult, inbound, newPhone, poll, send, type SendResult } from "./api";
 import { startServer, type Server } from "./harness";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { startFakeTwilio, twilioEnv } from "../support/fake-twilio";
 
 setDefaultTimeout(60_000);
 
-interface Chat {
-  id: string;
-  kind: "direct" | "group";
-  name: string | null;
-  participants: string[];
-  created_at: string;
-  last_message_at: string | null;
-}
 
 /** A message from `phone` in the loopback group `chat`. */
 async function groupInbound(server: Server, chat: { id: string; name?: string; participants: string[] }, phone: string, message: string): Promise<SendResult> {

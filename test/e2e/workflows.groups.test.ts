@@ -7,7 +7,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startFakeOpenAI } from "../support/fake-openai";
-import { call, history, inbound, newPhone, type HistoryResult, type MessageRecord, type SendResult } from "./api";
+import { call, type Chat, history, type HistoryResult, inbound, type MessageRecord, newPhone, type SendResult } from "./api";
 import { ROOT, spawnServer, startServer, testDatabase, waitFor, type Server, type Spawned } from "./harness";
 
 // Each test starts real servers; the bound that matters is each wait inside it.
@@ -24,7 +24,6 @@ afterAll(async () => {
 }, 120_000);
 
 type Group = { id: string; name: string; participants: string[] };
-type Chat = { id: string; name: string | null; participants: string[] };
 /** A record as chats show it: ours in a group has no phone. */
 type ChatMessage = Omit<MessageRecord, "phone"> & { phone: string | null; chat_id: string };
 
