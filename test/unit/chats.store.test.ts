@@ -70,9 +70,12 @@ describe.each(dialects)("on $name", (dialect) => {
 
   test("chats list latest activity first, by kind, with their total; a chat without messages by its creation", async () => {
     const storage = await fresh();
-    // Made before any message: message timestamps never fall behind the clock it was made by.
+    // Each step on a later millisecond than the one before: equal times would fall to the id
+    // tie-break (id DESC), and this test is about the times.
     const empty = (await storage.chats.create(group("g2")))!;
+    await Bun.sleep(3);
     await storage.messages.insert(message({ phone: B }));
+    await Bun.sleep(3);
     await storage.messages.insert(message());
     const chats = await listChats(storage, { limit: 10, offset: 0 });
     expect(chats.chats.map((c) => c.id)).toEqual(["dm_14155550123", "dm_442079460958", empty.id]);
