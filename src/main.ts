@@ -96,7 +96,8 @@ function startMaintenance(app: App, log: Logger, owner: string, onPurged: OnPurg
     const leader = await storage.leases.acquire(MAINTENANCE_LEASE, owner, 3 * everyMs);
     if (!leader && started) return;
     const failed = await storage.messages.failStaleQueued(STALE_QUEUED_MS, STALE_QUEUED_ERROR, exceptNetwork);
-    if (failed > 0) log.warn("marked interrupted sends as failed", { count: failed });
+    for (const network of failed) app.metrics?.message("outbound", network, "failed");
+    if (failed.length > 0) log.warn("marked interrupted sends as failed", { count: failed.length });
     const purged = await purgePastRetention({ storage, media: app.media.store, log, onPurged, signal: stopping.signal }, app.config, IDEMPOTENCY_TTL_MS);
     if (Object.keys(purged).length > 0) log.info("deleted rows past retention", purged);
     started = true;

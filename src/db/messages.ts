@@ -133,8 +133,8 @@ export interface MessageRepository {
   pendingOutbound(network: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
   /** Sets `updatedAt` of these messages (still not final) to now, so the next pass asks about others first. */
   markChecked(ids: string[]): Promise<void>;
-  /** One statement: fails outbound messages `queued` for longer than `olderThanMs` with `error`, except `exceptNetwork`'s; returns how many. */
-  failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<number>;
+  /** One statement: fails outbound messages `queued` for longer than `olderThanMs` with `error`, except `exceptNetwork`'s; returns the network of each one failed. */
+  failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<string[]>;
   /** The media of these messages, each message's by position; one without media has no entry. One query. */
   mediaOf(messageIds: readonly string[]): Promise<Map<string, MediaRow[]>>;
   media(id: string): Promise<MediaRow | undefined>;
@@ -273,8 +273,8 @@ const pendingOutbound = sql<PendingMessage>(
    ORDER BY m.updated_at ASC LIMIT $limit`,
 );
 const markChecked = sql("messages.markChecked", `UPDATE messages SET updated_at = {now_us} WHERE id = ANY($ids::text[]) AND status IN ('queued', 'sent')`);
-const failStale = sql("messages.failStaleQueued", `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
-   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND ($except::text IS NULL OR network <> $except)`);
+const failStale = sql<{ network: string }>("messages.failStaleQueued", `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
+   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND ($except::text IS NULL OR network <> $except) RETURNING network`);
 const insertReport = sql("messages.insertReport", `INSERT INTO status_reports (id, message_id, network, network_status, status, reported_at, received_at, applied, error)
    VALUES ($id, $messageId, $network, $networkStatus, $status, $reportedAt, {now_ms}, $applied::boolean, $error)`);
 const mediaOf = sql<MediaRow>("messages.mediaOf", `SELECT ${MEDIA} FROM media WHERE message_id = ANY($ids::text[]) ORDER BY message_id, position`);
@@ -328,7 +328,7 @@ export const messages = declare<MessageRepository>()({
   })),
   readChatInbound: run(readChatInbound, (chatId) => ({ chatId }), count),
   pendingOutbound: all(pendingOutbound, (network, afterMs, windowMs, limit) => ({ network, afterMs, windowMs, limit })),
-  failStaleQueued: run(failStale, (olderThanMs, error, exceptNetwork) => ({ olderThanMs, error, except: exceptNetwork ?? null }), count),
+  failStaleQueued: all(failStale, (olderThanMs, error, exceptNetwork) => ({ olderThanMs, error, except: exceptNetwork ?? null }), (rows) => rows.map((r) => r.network)),
   media: get(mediaById, (id) => ({ id })),
   cancelScheduled: get(cancel, (id) => ({ id })),
   recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),

@@ -40,9 +40,8 @@ export async function generateReply(
   const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);
   if (problem) throw new AppError("BAD_GATEWAY", `generator: the reply is unusable: it ${problem}`);
 
-  const createdAt = Date.now();
   const id = Bun.randomUUIDv7();
-  await deps.storage.generations.insert({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null, createdAt });
+  const createdAt = await deps.storage.generations.insert({ id, phone: request.phone, body: text, model: deps.generator.model, language: request.language ?? null });
   if (!request.autoSend) return generatedAnswer(text, id, false, isoTime(createdAt * 1000));
 
   // Stored with the message under the key, so a retry after a crash answers as this request would.

@@ -4,6 +4,7 @@ import { AppError } from "../errors";
 import { errorText } from "../log";
 import { MAX_PAGE } from "./schemas";
 import { canceledAnswer, pageAnswer, toRecords } from "./records";
+import type { Recorder } from "../observability/recorder";
 import { withSpan } from "../observability/trace";
 import { sendStored, type MessagingDeps } from "./service";
 
@@ -22,8 +23,10 @@ const MAX_CLAIM_BACKOFF_MS = 5_000;
 const CHECK_GIVE_UP_MS = 60_000;
 
 /** A scheduled message leaves `scheduled` only by being claimed (to `queued`) or canceled. */
-export async function cancelScheduled(messages: MessageRepository, id: string) {
+export async function cancelScheduled(deps: { storage: { messages: MessageRepository }; metrics?: Pick<Recorder, "message"> }, id: string) {
+  const { messages } = deps.storage;
   const row = await messages.cancelScheduled(id);
+  if (row) deps.metrics?.message("outbound", row.network, "canceled");
   if (row) return canceledAnswer((await toRecords(messages, [row]))[0]!);
   const now = await messages.get(id);
   if (!now) throw new AppError("NOT_FOUND", `message ${id} not found`);

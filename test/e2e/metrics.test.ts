@@ -130,6 +130,9 @@ describe("a scrape", () => {
     await waitFor("the scheduled send to fail", 10_000, async () => (await history(server, optedOut)).messages.some((m) => m.status === "failed"));
     // One left scheduled, far ahead.
     expect((await call<{ status: string }>(server, "POST", "/api/send", { body: { phone, message: "next month", send_at: new Date(Date.now() + 30 * 86_400_000).toISOString() } })).body.status).toBe("scheduled");
+    // And one canceled.
+    const canceled = await call<{ message_id: string }>(server, "POST", "/api/send", { body: { phone, message: "never", send_at: new Date(Date.now() + 30 * 86_400_000).toISOString() } });
+    expect((await call<{ status: string }>(server, "POST", `/api/messages/${canceled.body.message_id}/cancel`)).body.status).toBe("canceled");
     // Workflow runs, by hand through tRPC as the console runs them.
     expect((await call(server, "POST", "/trpc/workflows.run", { body: { name: "tally" } })).status).toBe(200);
     expect((await call(server, "POST", "/trpc/workflows.run", { body: { name: "broken" } })).status).toBe(200);
@@ -150,7 +153,8 @@ describe("a scrape", () => {
 
   test("HTTP requests are counted by method, route template and status", () => {
     const counted = (method: string, route: string, status: string) => moved("textwire_http_requests_total", { method, route, status });
-    expect(counted("POST", "/api/send", "200")).toBe(4);
+    expect(counted("POST", "/api/send", "200")).toBe(5);
+    expect(counted("POST", "/api/messages/{id}/cancel", "200")).toBe(1);
     expect(counted("POST", "/api/send", "400")).toBe(1);
     expect(counted("GET", "/api/messages/{phone}", "200")).toBeGreaterThanOrEqual(2);
     expect(counted("POST", "/webhooks/loopback", "200")).toBe(2);
@@ -158,14 +162,14 @@ describe("a scrape", () => {
     expect(counted("GET", "/trpc", "404")).toBe(1);
     expect(counted("POST", "/trpc/workflows.run", "200")).toBe(2);
     expect(counted("POST", "/api/generate", "200")).toBe(1);
-    expect(histogramCount(after.text, "textwire_http_request_duration_seconds", { method: "POST", route: "/api/send", status: "200" })).toBe(4);
+    expect(histogramCount(after.text, "textwire_http_request_duration_seconds", { method: "POST", route: "/api/send", status: "200" })).toBe(5);
   });
 
   test("route labels are templates, and no label value holds a phone number, an id or a raw path", () => {
     const values = labelValues(after.text);
     const routes = new Set(values.filter((l) => l.name === "route").map((l) => l.value));
     expect([...routes].sort()).toEqual(
-      ["/api/generate", "/api/messages/{phone}", "/api/send", "/api/webhook-endpoints", "/metrics", "/trpc", "/trpc/workflows.run", "/webhooks/loopback", "unmatched"].sort(),
+      ["/api/generate", "/api/messages/{id}/cancel", "/api/messages/{phone}", "/api/send", "/api/webhook-endpoints", "/metrics", "/trpc", "/trpc/workflows.run", "/webhooks/loopback", "unmatched"].sort(),
     );
     for (const { name, value } of values) {
       expect({ name, value, phone: /\+?\d{7,}/.test(value) }).toEqual({ name, value, phone: false });
@@ -177,7 +181,8 @@ describe("a scrape", () => {
     const messages = (direction: string, status: string) => moved("textwire_messages_total", { direction, network: "loopback", status });
     expect(messages("outbound", "queued")).toBe(3);
     expect(messages("outbound", "delivered")).toBe(2);
-    expect(messages("outbound", "scheduled")).toBe(2);
+    expect(messages("outbound", "scheduled")).toBe(3);
+    expect(messages("outbound", "canceled")).toBe(1);
     expect(messages("outbound", "failed")).toBe(1);
     expect(messages("inbound", "received")).toBe(2);
   });
@@ -228,5 +233,15 @@ describe("a scrape", () => {
     expect(valueOf(theirs, "textwire_scheduled_messages_pending")).toBe(valueOf(mine, "textwire_scheduled_messages_pending")!);
     expect(valueOf(theirs, "textwire_webhook_deliveries_pending")).toBe(valueOf(mine, "textwire_webhook_deliveries_pending")!);
     expect(valueOf(theirs, "textwire_messages_total", { status: "queued" }) ?? 0).toBe(0);
+  });
+
+  test("a send a crash left queued, failed by a start's maintenance round, is counted failed by that process", async () => {
+    // Stored as a send is, then cut off three minutes ago (the stale-send rule: docs/operations.md).
+    const at = (Date.now() - 180_000) * 1000;
+    const insert = "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)";
+    await server.db.run(insert, "crash-cut", phone, "cut off", at, at);
+    const other = await boot({ METRICS_TOKEN: TOKEN, WORKFLOWS_DIR: "off" }, server.db);
+    await waitFor("the start's maintenance round", 10_000, async () => (await history(server, phone)).messages.find((m) => m.id === "crash-cut")?.status === "failed");
+    expect(valueOf(await scrape(other), "textwire_messages_total", { direction: "outbound", network: "loopback", status: "failed" })).toBe(1);
   });
 });

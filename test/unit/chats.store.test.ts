@@ -3,26 +3,15 @@
 // latest activity kept by the triggers, group messages kept out of the contact's history and
 // the default poll, pages with their totals, and mutes.
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { NewMessage } from "../../src/db/port";
 import { isChatMuted, listChatMessages, listChats, updateGroup } from "../../src/messages/chats";
 import { pollInbound, recordInbound } from "../../src/messages/service";
-import { dialects, storages } from "./helpers";
+import { dialects, inboundRow, storages } from "./helpers";
 
 setDefaultTimeout(30_000);
 
 const A = "+14155550123";
 const B = "+442079460958";
-let seq = 0;
-const message = (extra: Partial<NewMessage> = {}): NewMessage => ({
-  id: `m-${++seq}`,
-  phone: A,
-  body: "hi",
-  direction: "inbound",
-  status: "received",
-  network: "loopback",
-  networkId: null,
-  ...extra,
-});
+const message = inboundRow;
 const group = (networkId: string) => ({ id: `grp_${networkId}`, kind: "group" as const, name: "Team", participants: [A, B], network: "loopback", networkId });
 
 describe.each(dialects)("on $name", (dialect) => {

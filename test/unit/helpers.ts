@@ -1,5 +1,5 @@
 import { afterAll, afterEach } from "bun:test";
-import type { Dialect, Storage } from "../../src/db/port";
+import type { Dialect, NewMessage, Storage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
@@ -125,3 +125,18 @@ export const quietLog = createLogger("error", {}, () => {});
 
 /** The capabilities of a fake network that only sends text. */
 export const TEXT_ONLY: NetworkCapabilities = { reactions: false, typing: false, read_receipts: false, edit: false, unsend: false, groups: false, media: false, threads: false };
+
+let rowSeq = 0;
+/** A message as a send stores it: outbound and `queued`, to +14155550123 over loopback, with an id of its own; `extra` overrides. */
+export const outboundRow = (extra: Partial<NewMessage> = {}): NewMessage => ({
+  id: `out-${++rowSeq}`,
+  phone: "+14155550123",
+  body: "hello",
+  direction: "outbound",
+  status: "queued",
+  network: "loopback",
+  networkId: null,
+  ...extra,
+});
+/** A message as the loopback webhook stores it: inbound and `received`, from +14155550123, with an id of its own; `extra` overrides. */
+export const inboundRow = (extra: Partial<NewMessage> = {}): NewMessage => outboundRow({ id: `in-${++rowSeq}`, body: "hi", direction: "inbound", status: "received", ...extra });

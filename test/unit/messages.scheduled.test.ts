@@ -183,11 +183,11 @@ describe.each(dialects)("on $name", (dialect) => {
       const storage = await fresh();
       const net = countingNetwork();
       const row = await schedule(storage, A, "cancel me", 1_000);
-      const { message } = await cancelScheduled(storage.messages, row.id);
+      const { message } = await cancelScheduled({ storage }, row.id);
       expect(message).toMatchObject({ id: row.id, status: "canceled" });
-      const again = (await rejectionOf(cancelScheduled(storage.messages, row.id))) as AppError;
+      const again = (await rejectionOf(cancelScheduled({ storage }, row.id))) as AppError;
       expect([again.code, again.message]).toEqual(["CONFLICT", `message ${row.id} is canceled; only a scheduled message can be canceled`]);
-      const unknown = (await rejectionOf(cancelScheduled(storage.messages, "nope"))) as AppError;
+      const unknown = (await rejectionOf(cancelScheduled({ storage }, "nope"))) as AppError;
       expect(unknown.code).toBe("NOT_FOUND");
       run({ storage, network: net.driver, log: quietLog });
       await Bun.sleep(2_000);
@@ -197,7 +197,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("a message already sent cannot be canceled (409 says it was delivered)", async () => {
       const storage = await fresh();
       const sent = await sendMessage({ storage, network: countingNetwork().driver, log: quietLog }, { phone: A, message: "now" });
-      const err = (await rejectionOf(cancelScheduled(storage.messages, sent.id))) as AppError;
+      const err = (await rejectionOf(cancelScheduled({ storage }, sent.id))) as AppError;
       expect([err.code, err.message]).toEqual(["CONFLICT", `message ${sent.id} is delivered; only a scheduled message can be canceled`]);
     });
 
@@ -207,7 +207,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const first = await schedule(storage, B, "first", 10_000);
       const second = await schedule(storage, A, "second", 20_000);
       const gone = await schedule(storage, A, "canceled", 15_000);
-      await cancelScheduled(storage.messages, gone.id);
+      await cancelScheduled({ storage }, gone.id);
       const all = await listScheduled(storage.messages, { limit: 50, offset: 0 });
       expect([all.messages.map((m) => m.id), all.total]).toEqual([[first.id, second.id, third.id], 3]);
       expect(all.messages.every((m) => m.status === "scheduled" && typeof m.send_at === "string")).toBe(true);

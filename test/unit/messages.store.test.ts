@@ -183,7 +183,7 @@ describe.each(clockDialects)("on $name, outbound messages not final: the stale s
     const bb = (await store.insert({ ...outbound(), network: "bluebubbles" })).row;
     const lb = (await store.insert(outbound())).row;
     clock.t += 10 * 60_000 * 1000; // the store's clock counts microseconds
-    expect(await store.failStaleQueued(2 * 60_000, "interrupted", "bluebubbles")).toBe(1);
+    expect(await store.failStaleQueued(2 * 60_000, "interrupted", "bluebubbles")).toEqual([lb.network]);
     expect((await store.get(bb.id))!.status).toBe("queued");
     expect((await store.get(lb.id))!.status).toBe("failed");
   });

@@ -42,12 +42,14 @@ describe.each(dialects)("retention on $name", (dialect) => {
   }
 
   const generation = (storage: Storage, id: string) =>
-    storage.generations.insert({ id, phone: PHONE, body: "hi", model: "m", language: null, createdAt: Date.now() });
+    storage.generations.insert({ id, phone: PHONE, body: "hi", model: "m", language: null });
 
   test("generations past GENERATIONS_RETENTION_DAYS go in batches of at most `batch`, each counted; newer ones stay", async () => {
     const { storage, reports, rows, age, round } = await setup();
     for (let i = 0; i < 5; i++) await generation(storage, `old-${i}`);
-    await generation(storage, "recent");
+    // Stored at the database's clock, the time it answers.
+    const at = await generation(storage, "recent");
+    expect((await rows("SELECT created_at FROM generations WHERE id = 'recent'")).map((r) => Number(r.created_at))).toEqual([at]);
     await age("generations", "created_at", 31, "id LIKE 'old-%'");
     await age("generations", "created_at", 29, "id = 'recent'");
     expect(await round(KEEP_ALL, 2)).toEqual({ generations: 5 });

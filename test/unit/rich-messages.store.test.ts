@@ -11,7 +11,7 @@ import { openPostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage } from "../../src/db/sqlite/storage";
 import { listHistory, pollInbound } from "../../src/messages/service";
 import { describePostgres } from "../support/postgres";
-import { clockDialects, dialects, rejectionOf, storages } from "./helpers";
+import { clockDialects, dialects, inboundRow, outboundRow, rejectionOf, storages } from "./helpers";
 
 // A real database and real timers: bun's 5 s default per test is too short on a busy CI machine.
 setDefaultTimeout(30_000);
@@ -21,26 +21,8 @@ const B = "+442079460958";
 const HOUR = 3_600_000;
 
 let seq = 0;
-const outbound = (extra: Partial<NewMessage> = {}): NewMessage => ({
-  id: `out-${++seq}`,
-  phone: A,
-  body: "hello",
-  direction: "outbound",
-  status: "queued",
-  network: "loopback",
-  networkId: null,
-  ...extra,
-});
-const inbound = (extra: Partial<NewMessage> = {}): NewMessage => ({
-  id: `in-${++seq}`,
-  phone: A,
-  body: "hi",
-  direction: "inbound",
-  status: "received",
-  network: "loopback",
-  networkId: null,
-  ...extra,
-});
+const outbound = outboundRow;
+const inbound = inboundRow;
 /** A scheduled message, due `inMs` from now (negative: due already). */
 const scheduled = (inMs: number, extra: Partial<NewMessage> = {}) => outbound({ status: "scheduled", sendAt: Date.now() + inMs, ...extra });
 const file = (n: number, type = "image/jpeg"): NewMedia => ({

@@ -7,7 +7,7 @@ import type { EventType } from "../../src/vocabulary/events";
 import type { DeliveryRow, NewMessage, Storage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { describePostgres } from "../support/postgres";
-import { dialects, rejectionOf, storages, type TestDialect } from "./helpers";
+import { dialects, inboundRow, outboundRow, rejectionOf, storages, type TestDialect } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
 setDefaultTimeout(30_000);
@@ -16,22 +16,13 @@ const PHONE = "+14155550123";
 /** On a whole millisecond, so events a few µs after it are still due at it. */
 const START_MS = Date.UTC(2026, 10, 21, 9, 30);
 
-let seq = 0;
-const inbound = (networkId: string | null = null): NewMessage => ({
-  id: `in-${++seq}`,
-  phone: PHONE,
-  body: "hi",
-  direction: "inbound",
-  status: "received",
-  network: "loopback",
-  networkId,
-});
+const inbound = (networkId: string | null = null): NewMessage => inboundRow({ phone: PHONE, networkId });
 /** What maintenance purges of the delivery log: deliveries first (one purged no longer keeps its event), then events. */
 const purgeWebhookLog = async (storage: Storage, ageMs: number) => ({
   deliveries: await storage.retention.purge("webhook_deliveries", ageMs, 100),
   events: await storage.retention.purge("events", ageMs, 100),
 });
-const outbound = (): NewMessage => ({ id: `out-${++seq}`, phone: PHONE, body: "hello", direction: "outbound", status: "queued", network: "loopback", networkId: null });
+const outbound = (): NewMessage => outboundRow({ phone: PHONE });
 
 /**
  * A fresh storage and `pass(ms)`, which lets that much time go by: on SQLite the test's
@@ -135,7 +126,7 @@ describe.each(dialects)("events written by the database on $name", (dialect) => 
     const a = (await storage.messages.insert(outbound())).row;
     const b = (await storage.messages.insert(outbound())).row;
     await pass(10);
-    expect(await storage.messages.failStaleQueued(1, "interrupted")).toBe(2);
+    expect(await storage.messages.failStaleQueued(1, "interrupted")).toHaveLength(2);
     const events = await allEvents();
     expect(events.map((ev) => ev.type === "message.status_updated" && [ev.message.id, ev.previousStatus, ev.message.status, ev.message.error]).sort()).toEqual(
       [

@@ -125,7 +125,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(messageIdInput)
       .output(messageOutput)
-      .mutation(({ ctx, input }) => cancelScheduled(ctx.app.storage.messages, input.id)),
+      .mutation(({ ctx, input }) => cancelScheduled(ctx.app, input.id)),
 
     react: authedProcedure
       .meta({
