@@ -132,7 +132,7 @@ describe("a scrape", () => {
     expect((await call<{ status: string }>(server, "POST", "/api/send", { body: { phone, message: "next month", send_at: new Date(Date.now() + 30 * 86_400_000).toISOString() } })).body.status).toBe("scheduled");
     // And one canceled.
     const canceled = await call<{ message_id: string }>(server, "POST", "/api/send", { body: { phone, message: "never", send_at: new Date(Date.now() + 30 * 86_400_000).toISOString() } });
-    expect((await call<{ status: string }>(server, "POST", `/api/messages/${canceled.body.message_id}/cancel`)).body.status).toBe("canceled");
+    expect((await call<{ message: { status: string } }>(server, "POST", `/api/messages/${canceled.body.message_id}/cancel`)).body.message.status).toBe("canceled");
     // Workflow runs, by hand through tRPC as the console runs them.
     expect((await call(server, "POST", "/trpc/workflows.run", { body: { name: "tally" } })).status).toBe(200);
     expect((await call(server, "POST", "/trpc/workflows.run", { body: { name: "broken" } })).status).toBe(200);
