@@ -1,4 +1,4 @@
-import { useId, useLayoutEffect, useRef, type ReactNode } from "react";
+import { useId, useLayoutEffect, useRef, useState, type ReactNode } from "react";
 
 /**
  * A modal `<dialog>` as Pico styles it. Mounted only while open: it opens with showModal
@@ -34,5 +34,18 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
         {children}
       </article>
     </dialog>
+  );
+}
+
+/** A button that opens a dialog: `dialog` renders it (mounted only while open), given how to close it. */
+export function DialogButton({ label, className, dialog }: { label: string; className?: string; dialog: (close: () => void) => ReactNode }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <button type="button" className={className} onClick={() => setOpen(true)}>
+        {label}
+      </button>
+      {open && dialog(() => setOpen(false))}
+    </>
   );
 }

@@ -1,8 +1,8 @@
 import { useMutation } from "@tanstack/react-query";
-import { useId, useState, type FormEvent } from "react";
+import { useId, type FormEvent } from "react";
 import { useLocation } from "wouter";
 import { ErrorAlert } from "../components/error-alert";
-import { Modal } from "../components/modal";
+import { DialogButton, Modal } from "../components/modal";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { groupPath } from "./thread-path";
@@ -58,13 +58,5 @@ function NewGroupDialog({ onClose }: { onClose: () => void }) {
 
 /** Button "New group": a dialog to start a group chat by sending its first message, then its thread. */
 export function NewGroup() {
-  const [open, setOpen] = useState(false);
-  return (
-    <>
-      <button type="button" className="secondary" onClick={() => setOpen(true)}>
-        New group
-      </button>
-      {open && <NewGroupDialog onClose={() => setOpen(false)} />}
-    </>
-  );
+  return <DialogButton label="New group" className="secondary" dialog={(close) => <NewGroupDialog onClose={close} />} />;
 }

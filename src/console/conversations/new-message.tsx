@@ -1,13 +1,12 @@
 import { useMutation } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import type { FormEvent } from "react";
 import { useLocation } from "wouter";
 import { ErrorAlert } from "../components/error-alert";
-import { Modal } from "../components/modal";
+import { DialogButton, Modal } from "../components/modal";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { threadPath } from "./thread-path";
 import { typedPhone } from "./typed-phone";
-
 
 function NewMessageDialog({ onClose }: { onClose: () => void }) {
   const trpc = useTRPC();
@@ -49,13 +48,5 @@ function NewMessageDialog({ onClose }: { onClose: () => void }) {
 
 /** Button "New message": a dialog to write to any number, then its thread. */
 export function NewMessage() {
-  const [open, setOpen] = useState(false);
-  return (
-    <>
-      <button type="button" onClick={() => setOpen(true)}>
-        New message
-      </button>
-      {open && <NewMessageDialog onClose={() => setOpen(false)} />}
-    </>
-  );
+  return <DialogButton label="New message" dialog={(close) => <NewMessageDialog onClose={close} />} />;
 }
