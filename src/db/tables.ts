@@ -80,8 +80,14 @@ export function tables(c: Core) {
       createdAt: c.time("created_at").notNull(),
       lastMessageAt: c.time("last_message_at"),
       messages: c.integer("messages").notNull().default(0),
+      /** A group's: our typing indicator in it is on until then; the maintenance loop stops it after (a direct chat's is on `contacts`). */
+      ourTypingUntil: c.time("our_typing_until"),
     },
-    (t) => [c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId), c.index("chats_last_message_idx").on(t.lastMessageAt)],
+    (t) => [
+      c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId),
+      c.index("chats_last_message_idx").on(t.lastMessageAt),
+      c.index("chats_our_typing_idx").on(t.ourTypingUntil).where(sql`our_typing_until IS NOT NULL`),
+    ],
   );
 
   /** Participants who replied STOP in a group: automated sends to it wait until they send START there. */

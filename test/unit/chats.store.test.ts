@@ -35,7 +35,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const second = (await storage.messages.insert(message({ direction: "outbound", status: "queued" }))).row;
     expect(await storage.chats.get("dm_14155550123")).toEqual({
       id: "dm_14155550123", kind: "direct", name: null, participants: [A], network: null, networkId: null,
-      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false,
+      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false,
     });
   });
 
@@ -91,6 +91,28 @@ describe.each(dialects)("on $name", (dialect) => {
     expect((await updateGroup(storage, made.id, (c) => ({ name: c.name, participants: [...c.participants] }))).changed).toBe(false);
     const { rows } = await storage.webhooks.events(0, 10, "chat.updated");
     expect(rows.map((e) => (e as unknown as { data: { name: string } }).data.name)).toEqual(["Renamed"]);
+  });
+
+  test("our typing in a group: on until stopped or expired, an expired one listed with the network's id and cleared once", async () => {
+    const storage = await fresh();
+    const { chats } = storage;
+    const team = (await chats.create(group("g5")))!;
+    const other = (await chats.create(group("g6")))!;
+    expect(team.ourTyping).toBe(false);
+    await chats.startOurTyping(team.id, 60_000);
+    await chats.startOurTyping(other.id, -1_000);
+    // What a send into the group reads: on, expired or not, until the sweep clears it.
+    expect((await chats.get(team.id))?.ourTyping).toBe(true);
+    expect((await chats.list("group", 10, 0)).rows.map((c) => [c.id, c.ourTyping]).sort()).toEqual([[team.id, true], [other.id, true]].sort());
+    expect(await chats.ourTypingExpired(10)).toEqual([{ id: other.id, networkId: "g6" }]);
+    expect(await chats.stopOurTyping(team.id, true)).toBe(false);
+    expect(await chats.stopOurTyping(other.id, true)).toBe(true);
+    expect(await chats.stopOurTyping(other.id, true)).toBe(false);
+    expect(await chats.ourTypingExpired(10)).toEqual([]);
+    expect((await chats.get(other.id))?.ourTyping).toBe(false);
+    expect(await chats.stopOurTyping(team.id, false)).toBe(true);
+    expect(await chats.stopOurTyping(team.id, false)).toBe(false);
+    expect((await chats.get(team.id))?.ourTyping).toBe(false);
   });
 
   test("STOP in a group opts the sender out and mutes the chat until the same sender's START", async () => {

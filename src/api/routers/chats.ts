@@ -156,7 +156,7 @@ export const chatsRouter = (maxMessageLength: number) =>
           path: "/api/chats/{id}/typing",
           tags,
           summary: "Show our typing indicator in a chat",
-          description: "As POST /api/contacts/{phone}/typing, for any chat; in a group it stops when we send a message there. No body.",
+          description: "As POST /api/contacts/{phone}/typing, for any chat: in a group too it stops when we send a message there, and by itself after 60 s. No body.",
           protect: true,
           errorResponses: TYPING,
         },
