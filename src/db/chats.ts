@@ -1,4 +1,5 @@
 import type { ChatKind } from "../vocabulary/chats";
+import { unreadOf } from "./messages";
 import { all, changed, declare, get, run, sql } from "./sql";
 
 export interface ChatRow {
@@ -17,6 +18,8 @@ export interface ChatRow {
   messages: number;
   /** Someone's STOP in it mutes automated sends to it (`chat_mutes`). */
   muted: boolean;
+  /** Its inbound messages not read (a direct chat's: its contact's). */
+  unread: number;
   /** A group's: our typing indicator in it is on (expired or not, until the sweep or a send clears it). */
   ourTyping: boolean;
 }
@@ -61,15 +64,20 @@ export interface ChatRepository {
   ourTypingExpired(limit: number): Promise<ExpiredTyping[]>;
 }
 
+/** A group's by messages_chat_unread_idx; a direct chat's are its contact's, whose number its id holds (src/vocabulary/chats.ts directChatId). */
+const UNREAD = `CASE WHEN kind = 'group'
+  THEN (SELECT count(*) FROM messages u WHERE u.chat_id = chats.id AND u.direction = 'inbound' AND u.read_at IS NULL)
+  ELSE ${unreadOf("('+' || substr(chats.id, 4))")} END`;
 const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages,
-  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping"`;
-type Stored = Omit<ChatRow, "participants" | "muted" | "ourTyping"> & { participants: string[] | string; muted: boolean | number; ourTyping: boolean | number };
+  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping", ${UNREAD} AS unread`;
+type Stored = Omit<ChatRow, "participants" | "muted" | "ourTyping" | "unread"> & { participants: string[] | string; muted: boolean | number; ourTyping: boolean | number; unread: number | string };
 /** SQLite keeps the list as JSON text, PostgreSQL as a text[]; SQLite's booleans are 0 or 1. */
 export const chatRow = (row: Stored | undefined): ChatRow | undefined =>
   row && {
     ...row,
     participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants,
     messages: Number(row.messages),
+    unread: Number(row.unread),
     muted: Boolean(row.muted),
     ourTyping: Boolean(row.ourTyping),
   };

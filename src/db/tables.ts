@@ -60,6 +60,8 @@ export function tables(c: Core) {
       c.index("messages_scheduled_idx").on(t.sendAt, t.timestamp).where(sql`status = 'scheduled'`),
       c.index("messages_unread_idx").on(t.phone).where(sql`direction = 'inbound' AND read_at IS NULL`),
       c.index("messages_chat_timestamp_idx").on(t.chatId, t.timestamp, t.id).where(sql`chat_id IS NOT NULL`),
+      // A group's unread count (the chat record's `unread`) and marking it read.
+      c.index("messages_chat_unread_idx").on(t.chatId).where(sql`chat_id IS NOT NULL AND direction = 'inbound' AND read_at IS NULL`),
     ],
   );
 

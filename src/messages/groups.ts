@@ -86,7 +86,7 @@ export async function setChatTyping(deps: { storage: Storage; network: NetworkDr
   return setOurGroupTyping(deps, chat.id, onNetwork(chat), on);
 }
 
-/** POST /api/chats/{id}/read: every inbound message of the chat is read; the network told first where it has read receipts. */
+/** POST /api/chats/{id}/read: every inbound message of the chat is read; the network told first where it has read receipts. The chat as it is then (`unread` 0). */
 export async function markChatRead(deps: { storage: Storage; network: NetworkDriver }, id: string): Promise<ChatRecord> {
   const chat = await chatById(deps.storage, id);
   const phone = directChatPhone(chat.id);
@@ -95,5 +95,5 @@ export async function markChatRead(deps: { storage: Storage; network: NetworkDri
     if (canDo(deps.network, "markRead")) await networkAction(deps.network, "markRead")("", onNetwork(chat));
     await deps.storage.messages.readChatInbound(chat.id);
   }
-  return toChatRecord(chat);
+  return toChatRecord(await chatById(deps.storage, chat.id));
 }

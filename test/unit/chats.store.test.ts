@@ -35,7 +35,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const second = (await storage.messages.insert(message({ direction: "outbound", status: "queued" }))).row;
     expect(await storage.chats.get("dm_14155550123")).toEqual({
       id: "dm_14155550123", kind: "direct", name: null, participants: [A], network: null, networkId: null,
-      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false,
+      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false, unread: 1,
     });
   });
 
@@ -91,6 +91,29 @@ describe.each(dialects)("on $name", (dialect) => {
     expect((await updateGroup(storage, made.id, (c) => ({ name: c.name, participants: [...c.participants] }))).changed).toBe(false);
     const { rows } = await storage.webhooks.events(0, 10, "chat.updated");
     expect(rows.map((e) => (e as unknown as { data: { name: string } }).data.name)).toEqual(["Renamed"]);
+  });
+
+  test("a chat's unread: a group's inbound messages not read, a direct chat's its contact's; ours and other chats' do not count", async () => {
+    const storage = await fresh();
+    const { chats } = storage;
+    const made = (await chats.create(group("g7")))!;
+    expect(made.unread).toBe(0);
+    await storage.messages.insert(message({ chatId: made.id }));
+    await storage.messages.insert(message({ phone: B, chatId: made.id }));
+    await storage.messages.insert(message({ phone: "", direction: "outbound", status: "queued", chatId: made.id }));
+    await storage.messages.insert(message());
+    await storage.messages.insert(message({ phone: B }));
+    await storage.messages.insert(message({ phone: B }));
+    const unread = async () => Object.fromEntries((await chats.list(undefined, 10, 0)).rows.map((c) => [c.id, c.unread]));
+    expect(await unread()).toEqual({ [made.id]: 2, dm_14155550123: 1, dm_442079460958: 2 });
+    expect((await chats.get(made.id))?.unread).toBe(2);
+    expect(await storage.messages.readChatInbound(made.id)).toBe(2);
+    expect(await unread()).toEqual({ [made.id]: 0, dm_14155550123: 1, dm_442079460958: 2 });
+    expect(await storage.messages.readInbound(B)).toBe(2);
+    expect((await chats.get("dm_442079460958"))?.unread).toBe(0);
+    // A row written back (update's RETURNING) counts too.
+    await storage.messages.insert(message({ chatId: made.id }));
+    expect((await chats.update(made.id, { name: "Renamed", participants: [A, B] }))?.unread).toBe(1);
   });
 
   test("our typing in a group: on until stopped or expired, an expired one listed with the network's id and cleared once", async () => {

@@ -188,7 +188,7 @@ export const chatsRouter = (maxMessageLength: number) =>
           path: "/api/chats/{id}/read",
           tags,
           summary: "Mark a chat read",
-          description: "Every inbound message of the chat gets `read_at`; a network with read receipts is told first. No body.",
+          description: "Every inbound message of the chat gets `read_at`; a network with read receipts is told first. Answers the chat as it is then (`unread` 0). No body.",
           protect: true,
           errorResponses: { ...TYPING, 422: "The network has read receipts but cannot send them now (BlueBubbles with its Private API off); nothing changed." },
         },
