@@ -1,4 +1,5 @@
 import type { ChatKind } from "../vocabulary/chats";
+import { unreadOf } from "./messages";
 import { all, changed, declare, get, run, sql } from "./sql";
 
 export interface ChatRow {
@@ -17,9 +18,19 @@ export interface ChatRow {
   messages: number;
   /** Someone's STOP in it mutes automated sends to it (`chat_mutes`). */
   muted: boolean;
+  /** Its inbound messages not read (a direct chat's: its contact's). */
+  unread: number;
+  /** A group's: our typing indicator in it is on (expired or not, until the sweep or a send clears it). */
+  ourTyping: boolean;
 }
 
 export type NewChat = Pick<ChatRow, "id" | "kind" | "name" | "participants" | "network" | "networkId">;
+
+/** A group whose indicator of ours is past its time: what the sweep needs to stop it on the network. */
+export interface ExpiredTyping {
+  id: string;
+  networkId: string;
+}
 
 /**
  * Chats: a direct chat is made by its contact's first message, a group chat by `create`;
@@ -45,14 +56,31 @@ export interface ChatRepository {
   unmute(chatId: string, phone: string): Promise<boolean>;
   /** Whether anyone mutes the chat. */
   muted(chatId: string): Promise<boolean>;
+  /** One statement: our typing indicator in the group is on for `forMs` from now. */
+  startOurTyping(id: string, forMs: number): Promise<void>;
+  /** One statement: our indicator in the group is off (`expiredOnly`: only when its time is up). False when it was not on (or not expired). */
+  stopOurTyping(id: string, expiredOnly: boolean): Promise<boolean>;
+  /** The groups whose indicator of ours is on past its time (chats_our_typing_idx), at most `limit`. */
+  ourTypingExpired(limit: number): Promise<ExpiredTyping[]>;
 }
 
+/** A group's by messages_chat_unread_idx; a direct chat's are its contact's, whose number its id holds (src/vocabulary/chats.ts directChatId). */
+const UNREAD = `CASE WHEN kind = 'group'
+  THEN (SELECT count(*) FROM messages u WHERE u.chat_id = chats.id AND u.direction = 'inbound' AND u.read_at IS NULL)
+  ELSE ${unreadOf("('+' || substr(chats.id, 4))")} END`;
 const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages,
-  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted`;
-type Stored = Omit<ChatRow, "participants" | "muted"> & { participants: string[] | string; muted: boolean | number };
-/** SQLite keeps the list as JSON text, PostgreSQL as a text[]; SQLite's EXISTS is 0 or 1. */
+  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping", ${UNREAD} AS unread`;
+type Stored = Omit<ChatRow, "participants" | "muted" | "ourTyping" | "unread"> & { participants: string[] | string; muted: boolean | number; ourTyping: boolean | number; unread: number | string };
+/** SQLite keeps the list as JSON text, PostgreSQL as a text[]; SQLite's booleans are 0 or 1. */
 export const chatRow = (row: Stored | undefined): ChatRow | undefined =>
-  row && { ...row, participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants, messages: Number(row.messages), muted: Boolean(row.muted) };
+  row && {
+    ...row,
+    participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants,
+    messages: Number(row.messages),
+    unread: Number(row.unread),
+    muted: Boolean(row.muted),
+    ourTyping: Boolean(row.ourTyping),
+  };
 
 const byId = sql<Stored>("chats.get", `SELECT ${ROW} FROM chats WHERE id = $id`);
 const byNetworkId = sql<Stored>("chats.byNetworkId", `SELECT ${ROW} FROM chats WHERE network = $network AND network_id = $networkId`);
@@ -70,6 +98,11 @@ const setNetwork = sql("chats.setNetwork", `UPDATE chats SET network_id = $netwo
 const mute = sql("chats.mute", `INSERT INTO chat_mutes (chat_id, phone, created_at) VALUES ($chatId, $phone, {now_ms}) ON CONFLICT (chat_id, phone) DO NOTHING`);
 const unmute = sql("chats.unmute", `DELETE FROM chat_mutes WHERE chat_id = $chatId AND phone = $phone`);
 const muted = sql<{ muted: number }>("chats.muted", `SELECT 1 AS muted FROM chat_mutes WHERE chat_id = $chatId LIMIT 1`);
+const startOurTyping = sql("chats.startOurTyping", `UPDATE chats SET our_typing_until = {now_ms} + $forMs::bigint WHERE id = $id`);
+const stopOurTyping = sql("chats.stopOurTyping", `UPDATE chats SET our_typing_until = NULL
+   WHERE id = $id AND our_typing_until IS NOT NULL AND (NOT $expiredOnly::boolean OR our_typing_until <= {now_ms})`);
+const ourTypingExpired = sql<ExpiredTyping>("chats.ourTypingExpired",
+  `SELECT id, network_id AS "networkId" FROM chats WHERE our_typing_until <= {now_ms} ORDER BY our_typing_until LIMIT $limit`);
 
 export const chats = declare<ChatRepository>()({
   get: get(byId, (id) => ({ id }), chatRow),
@@ -85,4 +118,7 @@ export const chats = declare<ChatRepository>()({
   mute: run(mute, (chatId, phone) => ({ chatId, phone }), changed),
   unmute: run(unmute, (chatId, phone) => ({ chatId, phone }), changed),
   muted: get(muted, (chatId) => ({ chatId }), (row) => row !== undefined),
+  startOurTyping: run(startOurTyping, (id, forMs) => ({ id, forMs })),
+  stopOurTyping: run(stopOurTyping, (id, expiredOnly) => ({ id, expiredOnly }), changed),
+  ourTypingExpired: all(ourTypingExpired, (limit) => ({ limit })),
 });

@@ -231,8 +231,10 @@ export const record = (m = "") =>
    ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId"`;
 /** A direct chat's messages (the spec's per-phone history and poll): not a group's. */
 export const DIRECT = "chat_id IS NULL";
-/** How many inbound messages of contact `c` are not read (messages_unread_idx). */
-export const UNREAD = `(SELECT count(*) FROM messages u WHERE u.phone = c.phone AND u.direction = 'inbound' AND u.read_at IS NULL AND u.${DIRECT})`;
+/** How many inbound messages of the direct chat with `phone` (an SQL expression) are not read (messages_unread_idx). */
+export const unreadOf = (phone: string) => `(SELECT count(*) FROM messages u WHERE u.phone = ${phone} AND u.direction = 'inbound' AND u.read_at IS NULL AND u.${DIRECT})`;
+/** How many inbound messages of contact `c` are not read. */
+export const UNREAD = unreadOf("c.phone");
 const RECORD = record();
 const MEDIA = `id, message_id AS "messageId", position, content_type AS "contentType", size, store_key AS "storeKey", created_at AS "createdAt"`;
 

@@ -60,6 +60,8 @@ export function tables(c: Core) {
       c.index("messages_scheduled_idx").on(t.sendAt, t.timestamp).where(sql`status = 'scheduled'`),
       c.index("messages_unread_idx").on(t.phone).where(sql`direction = 'inbound' AND read_at IS NULL`),
       c.index("messages_chat_timestamp_idx").on(t.chatId, t.timestamp, t.id).where(sql`chat_id IS NOT NULL`),
+      // A group's unread count (the chat record's `unread`) and marking it read.
+      c.index("messages_chat_unread_idx").on(t.chatId).where(sql`chat_id IS NOT NULL AND direction = 'inbound' AND read_at IS NULL`),
     ],
   );
 
@@ -80,8 +82,14 @@ export function tables(c: Core) {
       createdAt: c.time("created_at").notNull(),
       lastMessageAt: c.time("last_message_at"),
       messages: c.integer("messages").notNull().default(0),
+      /** A group's: our typing indicator in it is on until then; the maintenance loop stops it after (a direct chat's is on `contacts`). */
+      ourTypingUntil: c.time("our_typing_until"),
     },
-    (t) => [c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId), c.index("chats_last_message_idx").on(t.lastMessageAt)],
+    (t) => [
+      c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId),
+      c.index("chats_last_message_idx").on(t.lastMessageAt),
+      c.index("chats_our_typing_idx").on(t.ourTypingUntil).where(sql`our_typing_until IS NOT NULL`),
+    ],
   );
 
   /** Participants who replied STOP in a group: automated sends to it wait until they send START there. */

@@ -17,6 +17,10 @@ export const chatRecord = z
       description:
         "A group whose participant replied STOP there: automated sends to it (workflows, generate with auto_send) are refused until that participant replies START; API sends still go. Always false for a direct chat (its contact's opt-out: GET /api/contacts/{phone}).",
     }),
+    unread: z.number().int().meta({
+      description: "Its inbound messages not marked read (POST /api/chats/{id}/read); a direct chat's are its contact's (`unread` of GET /api/contacts/{phone}).",
+      example: 2,
+    }),
   })
   .meta({ id: "Chat" });
 

@@ -18,6 +18,7 @@ export function toChatRecord(row: ChatRow): ChatRecord {
     created_at: isoTime(row.createdAt),
     last_message_at: row.lastMessageAt === null ? null : isoTime(row.lastMessageAt),
     muted: row.muted,
+    unread: row.unread,
   };
 }
 

@@ -9,7 +9,7 @@ import { canDo, networkAction } from "./network-actions";
 import { markConversationRead } from "./read-state";
 import type { MessageRecord } from "./schemas";
 import { sendTo, type MessagingDeps } from "./service";
-import { setOurTyping } from "./typing";
+import { setOurGroupTyping, setOurTyping } from "./typing";
 import { directChatPhone } from "../vocabulary/chats";
 
 /** The group's id on the network: one whose creation never reached the network cannot be changed there (409). */
@@ -78,16 +78,15 @@ export async function setGroupParticipant(deps: { storage: Storage; network: Net
   return toChatRecord(changed);
 }
 
-/** POST|DELETE /api/chats/{id}/typing: a direct chat's is the contact's typing; in a group the network is told (it stops by itself on our next message there). */
+/** POST|DELETE /api/chats/{id}/typing: a direct chat's is the contact's typing; a group's is kept on the chat and lapses as a contact's does (src/messages/typing.ts). */
 export async function setChatTyping(deps: { storage: Storage; network: NetworkDriver }, id: string, on: boolean): Promise<{ typing: boolean }> {
   const chat = await chatById(deps.storage, id);
   const phone = directChatPhone(chat.id);
   if (chat.kind === "direct" && phone) return setOurTyping(deps, phone, on);
-  await networkAction(deps.network, "typing")("", on, onNetwork(chat));
-  return { typing: on };
+  return setOurGroupTyping(deps, chat.id, onNetwork(chat), on);
 }
 
-/** POST /api/chats/{id}/read: every inbound message of the chat is read; the network told first where it has read receipts. */
+/** POST /api/chats/{id}/read: every inbound message of the chat is read; the network told first where it has read receipts. The chat as it is then (`unread` 0). */
 export async function markChatRead(deps: { storage: Storage; network: NetworkDriver }, id: string): Promise<ChatRecord> {
   const chat = await chatById(deps.storage, id);
   const phone = directChatPhone(chat.id);
@@ -96,5 +95,5 @@ export async function markChatRead(deps: { storage: Storage; network: NetworkDri
     if (canDo(deps.network, "markRead")) await networkAction(deps.network, "markRead")("", onNetwork(chat));
     await deps.storage.messages.readChatInbound(chat.id);
   }
-  return toChatRecord(chat);
+  return toChatRecord(await chatById(deps.storage, chat.id));
 }

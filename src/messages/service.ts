@@ -4,7 +4,7 @@ import { errorText, type Logger } from "../log";
 import type { NetworkDriver } from "../network";
 import { RecipientOptedOut, SendOutcomeUnknown, type OutboundMessage, type SendResult } from "../network/driver";
 import type { OptOutType } from "../vocabulary/messages";
-import type { Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
+import type { ChatRow, Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import type { Recorder } from "../observability/recorder";
 import { chatTarget, type SendTarget } from "./chats";
@@ -152,7 +152,7 @@ export async function sendTo(
   }
   deps.metrics?.message("outbound", row.network, row.status);
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
-  return sendStored(deps, row, ourTyping, { media: kept, replied, chat: target.group?.networkId ?? undefined }, via);
+  return sendStored(deps, row, ourTyping, { media: kept, replied, group: target.group }, via);
 }
 
 /** POST /api/send, and a workflow's keyed send: sendMessage, answered as the API answers it (src/messages/records.ts). */
@@ -164,14 +164,15 @@ export async function sendAnswered(deps: MessagingDeps, input: Parameters<typeof
  * The network half of every send, immediate or scheduled: hands a stored `queued` message
  * to the network, with its files and the message it replies to (`known`: as sendMessage
  * has them; else read from the database), and records what came of it (sendMessage says how).
- * `ourTyping`: our typing indicator to the contact was on when the send was checked. `via`:
+ * `ourTyping`: our typing indicator to the contact was on when the send was checked (in a
+ * group, the group's row says: as sendMessage read it, else read here). `via`:
  * what takes the message instead of the network's `send` (createGroup's chat/new).
  */
 export async function sendStored(
   deps: MessagingDeps,
   row: MessageRow,
   ourTyping: boolean,
-  known?: { media: readonly (KeptMedia | MediaRow)[]; replied: MessageRow | undefined; chat?: string | undefined },
+  known?: { media: readonly (KeptMedia | MediaRow)[]; replied: MessageRow | undefined; group: ChatRow | undefined },
   via?: (message: OutboundMessage) => Promise<SendResult>,
 ): Promise<MessageRecord> {
   const { storage } = deps;
@@ -179,12 +180,14 @@ export async function sendStored(
   const rows: MediaRow[] = files.map((m, position) => ("messageId" in m ? m : { ...m, messageId: row.id, position, createdAt: 0 }));
   const shown = (r: RecordRow) => toRecord(r, rows);
   let result: SendResult;
+  let group: ChatRow | undefined;
   try {
     // A network that threads gets the replied message's own id, when that network knows it.
     const replied = row.replyTo ? (known ? known.replied : await storage.messages.get(row.replyTo)) : undefined;
     const threadOn = replied?.network === deps.network.name ? replied.networkId : null;
-    // A group's network id: as sendMessage has it, else read (a scheduled send).
-    const chat = row.chatId === null ? undefined : (known?.chat ?? (await storage.chats.get(row.chatId))?.networkId ?? undefined);
+    // A group: as sendMessage has it, else read (a scheduled send).
+    group = row.chatId === null ? undefined : (known?.group ?? (await storage.chats.get(row.chatId)));
+    const chat = group?.networkId ?? undefined;
     const send = via ?? ((m: OutboundMessage) => deps.network.send(m));
     result = await withSpan("network.send", { "textwire.network": deps.network.name, "textwire.message.id": row.id }, () =>
       send({
@@ -216,7 +219,7 @@ export async function sendStored(
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
   }
-  if (ourTyping) await stopTypingOnSend(deps, row.phone);
+  if (group ? group.ourTyping : ourTyping) await stopTypingOnSend(deps, row);
   let moved = false;
   const recorded = await recordStatus(deps, row.id, async () => {
     moved = await storage.messages.setStatus(row.id, result.status, { networkId: result.networkId ?? null });

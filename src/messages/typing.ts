@@ -22,30 +22,53 @@ export async function setOurTyping(deps: { storage: Storage; network: NetworkDri
 }
 
 /**
- * A message went to the contact while our indicator was on (the send's check read it, so a
- * send writes nothing when it is off): it is off. Only the state: the network stops it itself
- * when a message is sent (BlueBubbles' server does; a DELETE would start it again,
- * docs/networks.md), and the loopback network shows nothing.
+ * setOurTyping in a group chat (`networkId`: the network's id of it): kept on the chat, it
+ * stops by itself after TYPING_MS and when a message is sent into the group, as a contact's does.
  */
-export async function stopTypingOnSend(deps: { storage: Pick<Repositories, "contacts">; network: NetworkDriver; log: Logger }, phone: string): Promise<void> {
-  if (!canDo(deps.network, "typing")) return;
-  // A failure only leaves the state on until the sweep clears it.
-  await deps.storage.contacts.stopOurTyping(phone, false).catch((err) => deps.log.warn("typing state not cleared after a send", { error: errorText(err) }));
+export async function setOurGroupTyping(deps: { storage: Storage; network: NetworkDriver }, chatId: string, networkId: string, on: boolean): Promise<{ typing: boolean }> {
+  await networkAction(deps.network, "typing")("", on, networkId);
+  if (on) await deps.storage.chats.startOurTyping(chatId, TYPING_MS);
+  else await deps.storage.chats.stopOurTyping(chatId, false);
+  return { typing: on };
 }
 
 /**
- * Our indicators on past TYPING_MS, stopped: each cleared once (whichever process clears it
- * tells the network), then the network told. Returns how many. A read first: nothing is
- * written when none expired. A network that cannot stop typing without a send (422,
- * BlueBubbles) is logged at debug only: the state is cleared and the next text stops it there.
+ * A message went to the contact, or into the group (`chatId`), while our indicator was on
+ * (the send's check read it, so a send writes nothing when it is off): it is off. Only the
+ * state: the network stops it itself when a message is sent (BlueBubbles' server does; a
+ * DELETE would start it again, docs/networks.md), and the loopback network shows nothing.
+ */
+export async function stopTypingOnSend(
+  deps: { storage: Pick<Repositories, "contacts" | "chats">; network: NetworkDriver; log: Logger },
+  to: { phone: string; chatId: string | null },
+): Promise<void> {
+  if (!canDo(deps.network, "typing")) return;
+  const { contacts, chats } = deps.storage;
+  // A failure only leaves the state on until the sweep clears it.
+  await (to.chatId === null ? contacts.stopOurTyping(to.phone, false) : chats.stopOurTyping(to.chatId, false)).catch((err) =>
+    deps.log.warn("typing state not cleared after a send", { error: errorText(err) }),
+  );
+}
+
+/**
+ * Our indicators on past TYPING_MS, to contacts and in groups, stopped: each cleared once
+ * (whichever process clears it tells the network), then the network told. Returns how many.
+ * Reads first: nothing is written when none expired. A network that cannot stop typing
+ * without a send (422, BlueBubbles) is logged at debug only: the state is cleared and the
+ * next text stops it there.
  */
 export async function stopExpiredTyping(deps: { storage: Storage; network: NetworkDriver; log: Logger }): Promise<number> {
-  const { contacts } = deps.storage;
+  const { contacts, chats } = deps.storage;
+  const { network } = deps;
+  const expired = [
+    ...(await contacts.ourTypingExpired(SWEEP_BATCH)).map((phone) => ({ clear: () => contacts.stopOurTyping(phone, true), stop: () => network.typing?.(phone, false) })),
+    ...(await chats.ourTypingExpired(SWEEP_BATCH)).map((chat) => ({ clear: () => chats.stopOurTyping(chat.id, true), stop: () => network.typing?.("", false, chat.networkId) })),
+  ];
   let stopped = 0;
-  for (const phone of await contacts.ourTypingExpired(SWEEP_BATCH)) {
-    if (!(await contacts.stopOurTyping(phone, true))) continue;
+  for (const { clear, stop } of expired) {
+    if (!(await clear())) continue;
     stopped++;
-    await deps.network.typing?.(phone, false).catch((err) => {
+    await stop()?.catch((err) => {
       const cannot = err instanceof AppError && err.code === "UNPROCESSABLE_CONTENT";
       deps.log[cannot ? "debug" : "warn"]("the network did not stop our typing", { error: errorText(err) });
     });

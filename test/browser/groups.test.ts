@@ -1,11 +1,12 @@
 // Group chats in the console (docs/console.md "Group chats"): groups in the conversation
-// list, a group's thread with each received message's sender, sending into it, creating one.
+// list with their unread counts, a group's thread with each received message's sender,
+// marking it read when opened, sending into it, creating one.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Page } from "playwright-core";
-import { assertAccessible, assertOwnHostOnly, goTo, itemWith, newPhone, signedInConsole, UI_MS, waitFor, waitForText } from "./support";
+import { assertAccessible, assertOwnHostOnly, goTo, itemWith, LIVE_MS, newPhone, signedInConsole, UI_MS, waitFor, waitForText } from "./support";
 
-type Chat = { id: string; name: string | null; participants: string[] };
+type Chat = { id: string; name: string | null; participants: string[]; unread: number };
 type ChatMessage = { id: string; phone: string | null; message: string; direction: string; status: string };
 
 const conversationLinks = (page: Page) => page.getByRole("region", { name: "Conversation list" }).getByRole("link");
@@ -26,6 +27,7 @@ describe("group chats", () => {
   });
   const chats = async () => (await app.server.api<{ chats: Chat[] }>("GET", "/api/chats?kind=group")).chats;
   const messagesOf = async (id: string) => (await app.server.api<{ messages: ChatMessage[] }>("GET", `/api/chats/${id}/messages`)).messages;
+  const unreadOf = async (participant: string) => (await chats()).find((c) => c.participants.includes(participant))!.unread;
 
   test("the list holds each group by its name, or its participants when it has none, beside the contacts", async () => {
     const { page } = app.tab;
@@ -36,6 +38,9 @@ describe("group chats", () => {
     assert.match(texts[0]!, new RegExp(`\\${dan}[\\s\\S]*a direct hello`));
     assert.match(texts[1]!, new RegExp(`\\${carol}, \\${dan}[\\s\\S]*Group of 3`));
     assert.match(texts[2]!, /Family[\s\S]*Group of 3/);
+    // Each group's inbound messages not read, as a contact's.
+    await waitForText(conversationLinks(page).filter({ hasText: "Family" }), /Family 2 unread/);
+    await waitForText(conversationLinks(page).filter({ hasText: `${carol}, ${dan}` }), /1 unread/);
     await assertAccessible(page, "the conversation list with groups");
   });
 
@@ -58,6 +63,24 @@ describe("group chats", () => {
     assert.deepEqual([ours!.message, ours!.direction, ours!.phone], ["See you all at 8", "outbound", null]);
     // Nothing of it in either person's own conversation.
     assert.deepEqual(await app.server.history(ann), []);
+  });
+
+  test("opening a group's thread marks its messages read, and those arriving while it is open; the list's count clears", async () => {
+    const { page } = app.tab;
+    const label = `${carol}, ${dan}`;
+    const link = conversationLinks(page).filter({ hasText: label });
+    await goTo(page, "Conversations");
+    await waitForText(link, /1 unread/);
+    assert.equal(await unreadOf(carol), 1);
+    await link.click();
+    await page.getByRole("heading", { level: 2, name: label, exact: true }).waitFor({ timeout: UI_MS });
+    await waitFor("the count to clear", async () => !/unread/.test((await link.textContent()) ?? ""));
+    assert.equal(await unreadOf(carol), 0);
+
+    await app.server.inbound(dan, "count me in", { chat: unnamed });
+    await waitForText(itemWith(groupThread(page, label), "count me in", "li"), new RegExp(`From \\${dan}`), LIVE_MS);
+    await waitFor("the new message read", async () => (await unreadOf(carol)) === 0);
+    assert.doesNotMatch((await link.textContent()) ?? "", /unread/);
   });
 
   test("“New group” creates a group by sending its first message, then opens it", async () => {

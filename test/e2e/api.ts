@@ -24,6 +24,7 @@ export interface Chat {
   created_at: string;
   last_message_at: string | null;
   muted: boolean;
+  unread: number;
 }
 
 export interface SendResult {

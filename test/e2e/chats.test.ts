@@ -107,6 +107,20 @@ describe("a group of two people on the loopback network", () => {
     expectBadField(await call(server, "POST", "/api/send", { body: { chat_id: "grp_00000000000000000000000000000000", message: "x" } }), "chat_id");
     expectBadField(await call(server, "POST", "/api/send", { body: { chat_id: "no such/id", message: "x" } }), "chat_id");
   });
+
+  test("a chat's unread counts its inbound messages not read (a direct chat's: its contact's); reading one chat leaves the others", async () => {
+    const unread = async () =>
+      Object.fromEntries((await call<{ chats: Chat[] }>(server, "GET", "/api/chats")).body.chats.map((c) => [c.id, c.unread]));
+    const [annChat, bobChat] = [`dm_${ann.slice(1)}`, `dm_${bob.slice(1)}`];
+    expect(await unread()).toEqual({ [groupId]: 2, [annChat]: 1, [bobChat]: 1 });
+    const read = await call<{ chat: Chat }>(server, "POST", `/api/chats/${groupId}/read`);
+    expect(read.status).toBe(200);
+    expect(read.body.chat).toMatchObject({ id: groupId, unread: 0 });
+    expect(await unread()).toEqual({ [groupId]: 0, [annChat]: 1, [bobChat]: 1 });
+    expect((await call<{ chat: Chat }>(server, "POST", `/api/chats/${annChat}/read`)).body.chat.unread).toBe(0);
+    expect((await call<{ contact: { unread: number } }>(server, "GET", `/api/contacts/${encodeURIComponent(ann)}`)).body.contact.unread).toBe(0);
+    expect((await call<{ chat: Chat }>(server, "GET", `/api/chats/${bobChat}`)).body.chat.unread).toBe(1);
+  });
 });
 
 test("a direct send still answers as the spec says (no chat in the way)", async () => {

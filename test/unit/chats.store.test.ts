@@ -24,7 +24,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const second = (await storage.messages.insert(message({ direction: "outbound", status: "queued" }))).row;
     expect(await storage.chats.get("dm_14155550123")).toEqual({
       id: "dm_14155550123", kind: "direct", name: null, participants: [A], network: null, networkId: null,
-      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false,
+      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false, unread: 1,
     });
   });
 
@@ -80,6 +80,51 @@ describe.each(dialects)("on $name", (dialect) => {
     expect((await updateGroup(storage, made.id, (c) => ({ name: c.name, participants: [...c.participants] }))).changed).toBe(false);
     const { rows } = await storage.webhooks.events(0, 10, "chat.updated");
     expect(rows.map((e) => (e as unknown as { data: { name: string } }).data.name)).toEqual(["Renamed"]);
+  });
+
+  test("a chat's unread: a group's inbound messages not read, a direct chat's its contact's; ours and other chats' do not count", async () => {
+    const storage = await fresh();
+    const { chats } = storage;
+    const made = (await chats.create(group("g7")))!;
+    expect(made.unread).toBe(0);
+    await storage.messages.insert(message({ chatId: made.id }));
+    await storage.messages.insert(message({ phone: B, chatId: made.id }));
+    await storage.messages.insert(message({ phone: "", direction: "outbound", status: "queued", chatId: made.id }));
+    await storage.messages.insert(message());
+    await storage.messages.insert(message({ phone: B }));
+    await storage.messages.insert(message({ phone: B }));
+    const unread = async () => Object.fromEntries((await chats.list(undefined, 10, 0)).rows.map((c) => [c.id, c.unread]));
+    expect(await unread()).toEqual({ [made.id]: 2, dm_14155550123: 1, dm_442079460958: 2 });
+    expect((await chats.get(made.id))?.unread).toBe(2);
+    expect(await storage.messages.readChatInbound(made.id)).toBe(2);
+    expect(await unread()).toEqual({ [made.id]: 0, dm_14155550123: 1, dm_442079460958: 2 });
+    expect(await storage.messages.readInbound(B)).toBe(2);
+    expect((await chats.get("dm_442079460958"))?.unread).toBe(0);
+    // A row written back (update's RETURNING) counts too.
+    await storage.messages.insert(message({ chatId: made.id }));
+    expect((await chats.update(made.id, { name: "Renamed", participants: [A, B] }))?.unread).toBe(1);
+  });
+
+  test("our typing in a group: on until stopped or expired, an expired one listed with the network's id and cleared once", async () => {
+    const storage = await fresh();
+    const { chats } = storage;
+    const team = (await chats.create(group("g5")))!;
+    const other = (await chats.create(group("g6")))!;
+    expect(team.ourTyping).toBe(false);
+    await chats.startOurTyping(team.id, 60_000);
+    await chats.startOurTyping(other.id, -1_000);
+    // What a send into the group reads: on, expired or not, until the sweep clears it.
+    expect((await chats.get(team.id))?.ourTyping).toBe(true);
+    expect((await chats.list("group", 10, 0)).rows.map((c) => [c.id, c.ourTyping]).sort()).toEqual([[team.id, true], [other.id, true]].sort());
+    expect(await chats.ourTypingExpired(10)).toEqual([{ id: other.id, networkId: "g6" }]);
+    expect(await chats.stopOurTyping(team.id, true)).toBe(false);
+    expect(await chats.stopOurTyping(other.id, true)).toBe(true);
+    expect(await chats.stopOurTyping(other.id, true)).toBe(false);
+    expect(await chats.ourTypingExpired(10)).toEqual([]);
+    expect((await chats.get(other.id))?.ourTyping).toBe(false);
+    expect(await chats.stopOurTyping(team.id, false)).toBe(true);
+    expect(await chats.stopOurTyping(team.id, false)).toBe(false);
+    expect((await chats.get(team.id))?.ourTyping).toBe(false);
   });
 
   test("STOP in a group opts the sender out and mutes the chat until the same sender's START", async () => {

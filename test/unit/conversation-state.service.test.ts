@@ -12,7 +12,8 @@ import { editOurMessage, unsendOurMessage } from "../../src/messages/edits";
 import { applyNetworkEvents, receiveLoopback } from "../../src/messages/network-events";
 import { parseReactionText, reactToMessage, removeOurReaction } from "../../src/messages/reactions";
 import { markConversationRead } from "../../src/messages/read-state";
-import { listHistory, pollInbound, recordInbound, sendMessage } from "../../src/messages/service";
+import { setChatTyping } from "../../src/messages/groups";
+import { listHistory, pollInbound, recordInbound, sendMessage, sendStored } from "../../src/messages/service";
 import { isContactTyping, setOurTyping, stopExpiredTyping } from "../../src/messages/typing";
 import type { NetworkDriver, WebhookEvents } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
@@ -230,6 +231,53 @@ describe.each(dialects)("on $name", (dialect) => {
         expect(await stopExpiredTyping({ storage, network: failing(err), log })).toBe(1);
       }
       expect(lines.filter((l) => l.msg === "the network did not stop our typing").map((l) => l.level)).toEqual(["debug", "warn"]);
+    });
+
+    test("ours in a group: kept on the chat, stopped by a send into it (state only, scheduled sends too) and swept after its time once, the network told the group's id", async () => {
+      const { storage, deps, calls } = await setup();
+      const team = (await storage.chats.create({ id: "grp_team", kind: "group", name: "Team", participants: [A, B], network: "loopback", networkId: "team-guid" }))!;
+      const ours = async () => (await sql(storage, `SELECT id FROM chats WHERE our_typing_until IS NOT NULL`)).map((r) => r.id);
+      expect(await setChatTyping(deps, team.id, true)).toEqual({ typing: true });
+      expect(calls).toEqual([["typing", "", true, "team-guid"]]);
+      expect(await ours()).toEqual([team.id]);
+      await sendMessage(deps, { chat_id: team.id, message: "the answer" });
+      expect(await ours()).toEqual([]);
+      expect(calls).toHaveLength(1);
+
+      // A scheduled message going into the group (sendStored reads the chat) stops it too; a send to a participant does not.
+      await setChatTyping(deps, team.id, true);
+      await sendMessage(deps, { phone: A, message: "not the group" });
+      expect(await ours()).toEqual([team.id]);
+      const { row } = await storage.messages.insert({ id: "m-due", phone: "", chatId: team.id, body: "due now", direction: "outbound", status: "queued", network: "loopback", networkId: null });
+      await sendStored(deps, row, false);
+      expect(await ours()).toEqual([]);
+
+      // Past its time: of two processes sweeping at once, one clears it and tells the network.
+      await setChatTyping(deps, team.id, true);
+      expect(await stopExpiredTyping(deps)).toBe(0);
+      await sql(storage, `UPDATE chats SET our_typing_until = 1 WHERE id = '${team.id}'`);
+      const swept = await Promise.all([stopExpiredTyping(deps), stopExpiredTyping(deps)]);
+      expect(swept[0]! + swept[1]!).toBe(1);
+      expect(calls.filter((c) => c[0] === "typing" && c[2] === false)).toEqual([["typing", "", false, "team-guid"]]);
+      expect(await ours()).toEqual([]);
+
+      await setChatTyping(deps, team.id, true);
+      expect(await setChatTyping(deps, team.id, false)).toEqual({ typing: false });
+      expect(calls.at(-1)).toEqual(["typing", "", false, "team-guid"]);
+      expect(await ours()).toEqual([]);
+    });
+
+    test("a send into a group writes our typing's state only when it was on there", async () => {
+      const { storage, deps } = await setup();
+      const team = (await storage.chats.create({ id: "grp_quiet", kind: "group", name: null, participants: [A, B], network: "loopback", networkId: "quiet-guid" }))!;
+      const stops: string[] = [];
+      const chats = { ...storage.chats, stopOurTyping: (id: string, expiredOnly: boolean) => (stops.push(id), storage.chats.stopOurTyping(id, expiredOnly)) };
+      const counted = { ...deps, storage: { ...storage, chats } };
+      await sendMessage(counted, { chat_id: team.id, message: "typing off" });
+      expect(stops).toEqual([]);
+      await setChatTyping(deps, team.id, true);
+      await sendMessage(counted, { chat_id: team.id, message: "typing on" });
+      expect(stops).toEqual([team.id]);
     });
 
     test("the contact's: kept, and event contact.typing when it changes; stored as no message", async () => {

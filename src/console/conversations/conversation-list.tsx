@@ -27,10 +27,13 @@ function byActivity(conversations: ConversationRecord[], groups: ChatRecord[]): 
   return entries.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
 }
 
+/** "N unread" while a conversation has inbound messages not read. */
+const Unread = ({ count }: { count: number }) => (count > 0 ? <mark className="unread">{count} unread</mark> : null);
+
 /**
- * The latest conversations, most recently active first, each a link to its thread: a
- * contact's with its unread count, a group's with its name (or its participants); searchable
- * by any part of a number (a group's participants' too).
+ * The latest conversations, most recently active first, each a link to its thread with its
+ * unread count: a contact's by its number, a group's by its name (or its participants);
+ * searchable by any part of a number (a group's participants' too).
  */
 export function ConversationList({ openPhone, openChat }: { openPhone: string | undefined; openChat: string | undefined }) {
   const trpc = useTRPC();
@@ -53,7 +56,8 @@ export function ConversationList({ openPhone, openChat }: { openPhone: string | 
             <li key={entry.chat.id}>
               <Link href={groupPath(entry.chat.id)} aria-current={entry.chat.id === openChat ? "page" : undefined}>
                 <span>
-                  <strong>{groupLabel(entry.chat)}</strong> {entry.chat.last_message_at && <LocalTime value={entry.chat.last_message_at} compact />}
+                  <strong>{groupLabel(entry.chat)}</strong> <Unread count={entry.chat.unread} />{" "}
+                  {entry.chat.last_message_at && <LocalTime value={entry.chat.last_message_at} compact />}
                 </span>{" "}
                 <small>Group of {entry.chat.participants.length + 1}</small>
               </Link>
@@ -62,7 +66,7 @@ export function ConversationList({ openPhone, openChat }: { openPhone: string | 
             <li key={entry.conversation.phone}>
               <Link href={threadPath(entry.conversation.phone)} aria-current={entry.conversation.phone === openPhone ? "page" : undefined}>
                 <span>
-                  <strong>{entry.conversation.phone}</strong> {entry.conversation.unread > 0 && <mark className="unread">{entry.conversation.unread} unread</mark>}{" "}
+                  <strong>{entry.conversation.phone}</strong> <Unread count={entry.conversation.unread} />{" "}
                   <LocalTime value={entry.conversation.last_message.timestamp} compact />
                 </span>{" "}
                 <small>

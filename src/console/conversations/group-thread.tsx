@@ -1,25 +1,37 @@
-import { useQuery } from "@tanstack/react-query";
-import { useId } from "react";
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useEffect, useId } from "react";
 import { ErrorAlert } from "../components/error-alert";
+import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { Composer } from "./composer";
 import { groupLabel } from "./group-label";
 import { MessageList } from "./message-list";
 import { useHistory } from "./use-history";
 
-/** One group chat: its name (or participants), its messages with each received one's sender, and the composer into it. */
+/**
+ * One group chat: its name (or participants), its messages with each received one's sender,
+ * and the composer into it. Open, it marks the group's messages read, those arriving while it
+ * is open too. No "typing…" and no "Read": networks report neither in a group (docs/networks.md).
+ */
 export function GroupThread({ chatId }: { chatId: string }) {
   const trpc = useTRPC();
   const headingId = useId();
+  const refresh = useRefreshMessages();
   const chat = useQuery(trpc.chats.get.queryOptions({ id: chatId }));
   const history = useHistory({ chatId });
+  const markRead = useMutation(trpc.chats.markRead.mutationOptions({ onSuccess: refresh }));
   const group = chat.data?.chat;
   const label = group ? groupLabel(group) : chatId;
+  const unread = group?.unread ?? 0;
+  const { mutate: markReadNow } = markRead;
+  useEffect(() => {
+    if (unread > 0) markReadNow({ id: chatId });
+  }, [unread, chatId, markReadNow]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
       <h2 id={headingId}>{label}</h2>
       {group && <p>Group with {group.participants.join(", ")}</p>}
-      <ErrorAlert error={chat.error ?? history.error} />
+      <ErrorAlert error={chat.error ?? history.error ?? markRead.error} />
       {history.hasOlder && (
         <button type="button" className="secondary outline compact" aria-busy={history.fetching} onClick={history.loadOlder}>
           Load older

@@ -1,0 +1,1 @@
+CREATE INDEX "messages_chat_unread_idx" ON "messages" USING btree ("chat_id") WHERE chat_id IS NOT NULL AND direction = 'inbound' AND read_at IS NULL;
