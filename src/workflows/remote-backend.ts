@@ -37,7 +37,7 @@ export function createRemoteBackend(client: TextwireClient, url?: string): Messa
       const page = await client.chats.messages.query(input);
       return { messages: page.messages, total: page.total };
     },
-    // The API does not say yet whether a group is muted (GET /api/chats/{id}): a remote worker cannot hold its sends back (docs/workflows.md).
+    // GET /api/chats/{id} says whether a group is muted (docs/workflows.md, Group chats).
     chatMuted: async (id) => (await client.chats.get.query({ id })).chat.muted,
     async generate(input, signal) {
       const reply = await client.messages.generate.mutate(input, { signal });
