@@ -22,6 +22,8 @@ export const GENERATOR_PROVIDERS: readonly string[] = ["openai"];
 /** Every environment variable Textwire reads, parsed once. Defaults match docs/operations.md. */
 export const configSchema = z.object({
   PORT: int(0, 65535).default(3000),
+  /** Worker mode only: serve health and metrics on this port (docs/operations.md); unset: a worker answers no HTTP. */
+  WORKER_PORT: int(0, 65535).optional(),
   HOST: z.string().trim().min(1, "must not be empty").default("127.0.0.1"),
   DATABASE_URL: z.string().trim().min(1, "must not be empty").default("./data/textwire.db"),
   /** Connections each process keeps to PostgreSQL (unused on SQLite). */

@@ -1,4 +1,5 @@
 import { createHttpHandler } from "./api/http";
+import { createOperationsHandler } from "./api/operations";
 import { createApp, type App } from "./app";
 import { repeatEvery, type Repeating } from "./background";
 import { countActiveKeys, createKey } from "./auth/keys";
@@ -140,6 +141,15 @@ function startReconcile(app: App, log: Logger) {
   }, log.child({ network: app.network.name }));
 }
 
+/** A listener's answer to an error its handler let through. */
+const unhandled = (log: Logger) => (err: Error) => {
+  log.error("unhandled server error", { error: errorText(err) });
+  return Response.json(
+    { success: false, error: { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" } },
+    { status: 500 },
+  );
+};
+
 function startHttp(app: App, log: Logger) {
   const http = createHttpHandler(app, { stopping: () => stopping });
   const slowRequestS = Math.ceil((app.config.BLUEBUBBLES_SEND_TIMEOUT_MS + app.config.GENERATOR_TIMEOUT_MS) / 1000) + 30;
@@ -156,15 +166,22 @@ function startHttp(app: App, log: Logger) {
       if (req.method === "POST") srv.timeout(req, slowRequestS);
       return http.fetch(req, srv.requestIP(req)?.address ?? "unknown");
     },
-    error(err) {
-      log.error("unhandled server error", { error: errorText(err) });
-      return Response.json(
-        { success: false, error: { code: "INTERNAL_SERVER_ERROR", message: "internal error; the request may be retried later" } },
-        { status: 500 },
-      );
-    },
+    error: unhandled(log),
   });
   log.always(`listening on http://${server.hostname}:${server.port}`, { network: app.network.name });
+  return server;
+}
+
+/** A worker's listener on WORKER_PORT: health, readiness and metrics only (src/api/operations.ts). */
+function startOperationsHttp(app: App, log: Logger, port: number) {
+  const serve = createOperationsHandler(app, () => stopping);
+  const server = Bun.serve({
+    port,
+    hostname: app.config.HOST,
+    fetch: (req) => serve(req),
+    error: unhandled(log),
+  });
+  log.always(`listening on http://${server.hostname}:${server.port}`, { serves: "health and metrics only" });
   return server;
 }
 
@@ -178,9 +195,13 @@ if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
   log.info("exporting traces over OTLP/HTTP", { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
 }
 const storage = await storageOrExit(config);
-// Kept only where they can be read: with a token, in a process that serves HTTP. Imported only
-// then: prom-client loads @opentelemetry/api, which nothing else may load without tracing.
-const metricsModule = config.METRICS_TOKEN && mode !== "worker" ? await import("./observability/metrics") : undefined;
+/** A worker's listener for health and metrics: only in worker mode, only with WORKER_PORT. */
+const operationsPort = mode === "worker" ? config.WORKER_PORT : undefined;
+// Kept only where they can be read: with a token, in a process that serves HTTP (a worker only
+// with WORKER_PORT). Imported only then: prom-client loads @opentelemetry/api, which nothing
+// else may load without tracing.
+const servesHttp = mode !== "worker" || operationsPort !== undefined;
+const metricsModule = config.METRICS_TOKEN && servesHttp ? await import("./observability/metrics") : undefined;
 const app = createApp(config, storage, log, metricsModule?.createMetrics(storage));
 /** This process, as owner of leases. */
 const owner = `${process.pid}:${Bun.randomUUIDv7()}`;
@@ -191,6 +212,7 @@ let catchUp: Repeating | undefined;
 let reconcile: Repeating | undefined;
 let typingSweep: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
+let operationsServer: ReturnType<typeof startOperationsHttp> | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
 let deliverer: Deliverer | undefined;
 let scheduledSender: ScheduledSender | undefined;
@@ -200,7 +222,8 @@ let endDrain: (() => void) | undefined;
 /**
  * SIGTERM (an orchestrator's stop) drains first: /health/ready answers 503 at once while the
  * listener keeps serving for SHUTDOWN_DRAIN_MS, so load balancers stop sending before it
- * closes. SIGINT (Ctrl-C) stops without a drain, and ends one under way.
+ * closes. SIGINT (Ctrl-C) stops without a drain, and ends one under way. A worker has nothing
+ * to drain: its listener (WORKER_PORT) answers ready 503 at once, until its runs are done.
  */
 async function shutdown(signal: "SIGTERM" | "SIGINT") {
   if (stopping) {
@@ -229,6 +252,8 @@ async function shutdown(signal: "SIGTERM" | "SIGINT") {
     process.exit(0);
   }, SHUTDOWN_GRACE_MS + 1000);
   await Promise.all([released, server?.stop(false), worker?.then((w) => w?.stop(SHUTDOWN_GRACE_MS)), deliverer?.stop(SHUTDOWN_GRACE_MS), scheduledSender?.stop(SHUTDOWN_GRACE_MS)]);
+  // A worker's listener answers ready 503 until its in-flight work is done, then closes.
+  await operationsServer?.stop(false);
   clearTimeout(forced);
   await flushTracing();
   await storage.close();
@@ -250,10 +275,12 @@ if (mode !== "worker") {
   await ensureSomeKey(app);
   server = startHttp(app, log);
   if (config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");
+  if (config.WORKER_PORT !== undefined) log.warn("WORKER_PORT is used only by `bun run start worker`; ignored (health and metrics are on PORT)");
   if (config.NETWORK === "bluebubbles" && config.BLUEBUBBLES_SEND_TIMEOUT_MS < 120_000) {
     log.warn("BLUEBUBBLES_SEND_TIMEOUT_MS is below the BlueBubbles server's own 2-minute wait: slow sends will be answered 504 and settled later");
   }
 }
+if (operationsPort !== undefined) operationsServer = startOperationsHttp(app, log, operationsPort);
 if (mode !== "api") {
   const remote = mode === "worker" ? configuredRemoteBackend(config) : undefined;
   worker = startWorker(app, log, remote);

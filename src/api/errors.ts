@@ -87,3 +87,10 @@ export function failureOf(err: unknown): Failure {
 export function errorResponse(body: ErrorBody, headers: Record<string, string> = {}): Response {
   return Response.json({ success: false, error: body }, { status: HTTP_STATUS[body.code], headers });
 }
+
+/** The answer to a path no route serves (404). */
+export const noRoute = (method: string, path: string) => errorResponse({ code: "NOT_FOUND", message: `no route ${method} ${path}` });
+
+/** The answer to a method a path's route does not take (405), `allow` its Allow header. */
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${method} not allowed on ${path}; use ${allow}` }, { Allow: allow });

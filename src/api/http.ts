@@ -1,19 +1,17 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import type { App } from "../app";
 import { errorText } from "../log";
-import type { Metrics } from "../observability/metrics";
 import { annotateSpan, withRequestSpan } from "../observability/trace";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
-import { CODE_OF_STATUS, errorResponse, failureOf, type Failure } from "./errors";
+import { CODE_OF_STATUS, errorResponse, failureOf, methodNotAllowed, noRoute, type Failure } from "./errors";
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
-import { checkHealth, checkReadiness } from "./health";
 import { createMcpRoute, MCP_PATH } from "./mcp";
 import { API_MEDIA_PREFIX, serveMedia, serveSignedMedia, SIGNED_MEDIA_PREFIX } from "./media";
-import { scrapeAllowed } from "./metrics";
 import { buildOpenApiDocument, docsResponse } from "./openapi";
+import { operationsRoutes, UNMATCHED } from "./operations";
 import { restOperations, type RestOperation } from "./rest";
 import { createAppRouter } from "./router";
 import type { Context } from "./trpc";
@@ -88,9 +86,6 @@ function trpcCalls(url: URL): number {
   return url.pathname.slice("/trpc/".length).split(/,|%2c/i).length;
 }
 
-/** The answer to a path no row serves (404). */
-const noRoute = (method: string, path: string) => errorResponse({ code: "NOT_FOUND", message: `no route ${method} ${path}` });
-
 /** A path's parameters (`{ phone }` of /api/messages/{phone}), from the routing table's one match. */
 type Params = Record<string, string>;
 type Handler = (req: Request, url: URL, ctx: Context, params: Params) => Promise<Response> | Response;
@@ -135,8 +130,6 @@ function route(
   return { match, methods, auth, session: opts.session ?? false, allow: names.join(", "), label: opts.label };
 }
 
-/** The metrics label of a path no row serves. */
-const UNMATCHED = "unmatched";
 
 export interface HttpOptions {
   /** True once a shutdown began: GET /health/ready answers 503 from then on. */
@@ -205,28 +198,10 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     return response;
   };
 
-  const serveHealth: Handler = async () => {
-    const health = await checkHealth(app);
-    return Response.json(health, { status: health.status === "ok" ? 200 : 503 });
-  };
-  const serveReady: Handler = async () => {
-    const ready = await checkReadiness(app, stopping());
-    return Response.json(ready, { status: ready.status === "ok" ? 200 : 503 });
-  };
-  // Anyone without the token gets the answer of a path with no route: the endpoint is not shown.
-  const serveMetrics = (kept: Metrics): Handler => async (req, url) => {
-    if (!scrapeAllowed(req, app.config.METRICS_TOKEN)) return noRoute(req.method, url.pathname);
-    return new Response(await kept.scrape(), { headers: { "Content-Type": kept.contentType } });
-  };
-
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
   const routes: Route[] = [
-    route(when((p) => p === "/health"), { GET: serveHealth }, undefined, { label: "/health" }),
-    // Liveness and readiness (docs/operations.md): no key, like /health.
-    route(when((p) => p === "/health/live"), { GET: () => Response.json({ status: "ok" }) }, undefined, { label: "/health/live" }),
-    route(when((p) => p === "/health/ready"), { GET: serveReady }, undefined, { label: "/health/ready" }),
-    // Only when metrics are kept (METRICS_TOKEN): else /metrics is any path with no route.
-    ...(metrics ? [route(when((p) => p === "/metrics"), { GET: serveMetrics(metrics) }, undefined, { label: "/metrics" })] : []),
+    // Health, liveness, readiness and metrics (src/api/operations.ts): no key.
+    ...operationsRoutes(app, stopping).map((op) => route(when((p) => p === op.path), { GET: op.get }, undefined, { label: op.path })),
     route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }, undefined, { label: "/openapi.json" }),
     route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
       GET: (_req, url) => docsResponse(url.pathname) ?? noRoute("GET", url.pathname),
@@ -296,7 +271,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     const { row, params } = matched;
     const handler = row.methods[req.method] ?? (req.method === "HEAD" ? row.methods.GET : undefined);
     if (!handler) {
-      return errorResponse({ code: "METHOD_NOT_SUPPORTED", message: `method ${req.method} not allowed on ${path}; use ${row.allow}` }, { Allow: row.allow });
+      return methodNotAllowed(req.method, path, row.allow);
     }
     if (row.auth) {
       try {

@@ -156,6 +156,14 @@ describe("values are parsed", () => {
     expect(loadConfig({ PORT: "65535" }).PORT).toBe(65535);
   });
 
+  test("WORKER_PORT is unset by default and takes what PORT takes", () => {
+    expect(loadConfig({}).WORKER_PORT).toBeUndefined();
+    expect(loadConfig({ WORKER_PORT: "" }).WORKER_PORT).toBeUndefined();
+    expect(loadConfig({ WORKER_PORT: "0" }).WORKER_PORT).toBe(0);
+    expect(loadConfig({ WORKER_PORT: "9464" }).WORKER_PORT).toBe(9464);
+    expect(loadConfig({ WORKER_PORT: "65535" }).WORKER_PORT).toBe(65535);
+  });
+
   test("DATABASE_POOL_SIZE from 1 to 100", () => {
     expect(loadConfig({ DATABASE_POOL_SIZE: "1" }).DATABASE_POOL_SIZE).toBe(1);
     expect(loadConfig({ DATABASE_POOL_SIZE: "100" }).DATABASE_POOL_SIZE).toBe(100);
@@ -168,6 +176,9 @@ describe("a bad value is one line naming the variable", () => {
     ["PORT", "70000"],
     ["PORT", "-1"],
     ["PORT", "3.5"],
+    ["WORKER_PORT", "abc"],
+    ["WORKER_PORT", "70000"],
+    ["WORKER_PORT", "-1"],
     ["MAX_MESSAGE_LENGTH", "0"],
     ["RATE_LIMIT_BURST", "0"],
     ["GENERATOR_TIMEOUT_MS", "soon"],
