@@ -18,11 +18,12 @@ export interface ChatRow {
   messages: number;
   /** Someone's STOP in it mutes automated sends to it (`chat_mutes`). */
   muted: boolean;
-  /** Its inbound messages not read (a direct chat's: its contact's). */
-  unread: number;
   /** A group's: our typing indicator in it is on (expired or not, until the sweep or a send clears it). */
   ourTyping: boolean;
 }
+
+/** A chat as the API shows it: with its inbound messages not read (a direct chat's: its contact's), counted only for this. */
+export type ChatView = ChatRow & { unread: number };
 
 export type NewChat = Pick<ChatRow, "id" | "kind" | "name" | "participants" | "network" | "networkId">;
 
@@ -38,10 +39,12 @@ export interface ExpiredTyping {
  */
 export interface ChatRepository {
   get(id: string): Promise<ChatRow | undefined>;
+  /** The chat as the API shows it, with its unread count. */
+  view(id: string): Promise<ChatView | undefined>;
   /** A group by the network's id of it. */
   byNetworkId(network: string, networkId: string): Promise<ChatRow | undefined>;
   /** Latest activity first (a chat without messages by its creation), of `kind` when given, and how many in all, from one statement. */
-  list(kind: ChatKind | undefined, limit: number, offset: number): Promise<{ rows: ChatRow[]; total: number }>;
+  list(kind: ChatKind | undefined, limit: number, offset: number): Promise<{ rows: ChatView[]; total: number }>;
   /** One statement: stores a group (created now); with its network id already stored, nothing (undefined). */
   create(chat: NewChat): Promise<ChatRow | undefined>;
   /** The row locked until the end of the transaction (PostgreSQL; SQLite's write transaction holds every row). */
@@ -69,26 +72,31 @@ const UNREAD = `CASE WHEN kind = 'group'
   THEN (SELECT count(*) FROM messages u WHERE u.chat_id = chats.id AND u.direction = 'inbound' AND u.read_at IS NULL)
   ELSE ${unreadOf("('+' || substr(chats.id, 4))")} END`;
 const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages,
-  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping", ${UNREAD} AS unread`;
-type Stored = Omit<ChatRow, "participants" | "muted" | "ourTyping" | "unread"> & { participants: string[] | string; muted: boolean | number; ourTyping: boolean | number; unread: number | string };
+  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping"`;
+/** ROW and the unread count: only where the API answers with the chat, never on a message's way in or out (the count grows with a group nobody reads). */
+const VIEW = `${ROW}, ${UNREAD} AS unread`;
+type Stored = Omit<ChatRow, "participants" | "muted" | "ourTyping"> & { participants: string[] | string; muted: boolean | number; ourTyping: boolean | number };
+type StoredView = Stored & { unread: number | string };
 /** SQLite keeps the list as JSON text, PostgreSQL as a text[]; SQLite's booleans are 0 or 1. */
 export const chatRow = (row: Stored | undefined): ChatRow | undefined =>
   row && {
     ...row,
     participants: typeof row.participants === "string" ? JSON.parse(row.participants) : row.participants,
     messages: Number(row.messages),
-    unread: Number(row.unread),
     muted: Boolean(row.muted),
     ourTyping: Boolean(row.ourTyping),
   };
+const chatView = ({ unread, ...row }: StoredView): ChatView => ({ ...chatRow(row)!, unread: Number(unread) });
 
 const byId = sql<Stored>("chats.get", `SELECT ${ROW} FROM chats WHERE id = $id`);
+const viewById = sql<StoredView>("chats.view", `SELECT ${VIEW} FROM chats WHERE id = $id`);
 const byNetworkId = sql<Stored>("chats.byNetworkId", `SELECT ${ROW} FROM chats WHERE network = $network AND network_id = $networkId`);
 const lock = sql<Stored>("chats.lockForUpdate", `SELECT ${ROW} FROM chats WHERE id = $id {for_update}`);
-// The total rides on every row of the page, and on a row of nulls when the page is empty.
-const list = sql<Stored & { total: number }>("chats.list", `SELECT t.total, c.* FROM (SELECT count(*) AS total FROM chats WHERE ($kind::text IS NULL OR kind = $kind)) t
-   LEFT JOIN (SELECT ${ROW}, coalesce(last_message_at, created_at) AS active FROM chats WHERE ($kind::text IS NULL OR kind = $kind)
-     ORDER BY coalesce(last_message_at, created_at) DESC, id DESC LIMIT $limit OFFSET $offset) c ON true
+// The total rides on every row of the page, and on a row of nulls when the page is empty. The
+// page's ids are picked first, so the view's counts are made for its rows only.
+const list = sql<StoredView & { total: number }>("chats.list", `SELECT t.total, c.* FROM (SELECT count(*) AS total FROM chats WHERE ($kind::text IS NULL OR kind = $kind)) t
+   LEFT JOIN (SELECT ${VIEW}, p.active FROM (SELECT id AS page_id, coalesce(last_message_at, created_at) AS active FROM chats WHERE ($kind::text IS NULL OR kind = $kind)
+     ORDER BY coalesce(last_message_at, created_at) DESC, id DESC LIMIT $limit OFFSET $offset) p JOIN chats ON chats.id = p.page_id) c ON true
    ORDER BY c.active DESC, c.id DESC`);
 const create = sql<Stored>("chats.create", `INSERT INTO chats (id, kind, name, participants, network, network_id, created_at, messages)
    VALUES ($id, $kind, $name, $participants::text[], $network, $networkId, {now_us}, 0)
@@ -106,9 +114,10 @@ const ourTypingExpired = sql<ExpiredTyping>("chats.ourTypingExpired",
 
 export const chats = declare<ChatRepository>()({
   get: get(byId, (id) => ({ id }), chatRow),
+  view: get(viewById, (id) => ({ id }), (row) => row && chatView(row)),
   byNetworkId: get(byNetworkId, (network, networkId) => ({ network, networkId }), chatRow),
   list: all(list, (kind, limit, offset) => ({ kind: kind ?? null, limit, offset }), (rows) => ({
-    rows: rows[0]?.id == null ? [] : rows.map(({ total: _, active: __, ...r }: Stored & { total: number; active?: number }) => chatRow(r)!),
+    rows: rows[0]?.id == null ? [] : rows.map(({ total: _, active: __, ...r }: StoredView & { total: number; active?: number }) => chatView(r)),
     total: Number(rows[0]?.total ?? 0),
   })),
   create: get(create, (chat) => ({ ...chat }), chatRow),

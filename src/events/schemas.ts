@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { chatRecord } from "../messages/chat-schemas";
+import { chatState } from "../messages/chat-schemas";
 import { isoInstant, messageRecord, reactionRecord, wholeNumber } from "../messages/schemas";
 import { EVENT_TYPES } from "../vocabulary/events";
 import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
@@ -76,7 +76,7 @@ export const eventRecord = z
       })
       .meta({ id: "ContactTypingEvent", description: "The contact started or stopped typing (a start lapses after 60 s without a stop event). Stored as no message." }),
     z
-      .object({ ...eventFields, type: z.literal("chat.updated"), data: chatRecord })
+      .object({ ...eventFields, type: z.literal("chat.updated"), data: chatState })
       .meta({ id: "ChatUpdatedEvent", description: "A group chat was renamed or its participants changed, through the API or by someone on the network: the chat as the change left it." }),
   ])
   .meta({ id: "Event" });

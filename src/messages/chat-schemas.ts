@@ -26,6 +26,10 @@ export const chatRecord = z
 
 export type ChatRecord = z.infer<typeof chatRecord>;
 
+/** The chat as event `chat.updated` carries it: the record without `unread`, which is the reader's, not the change's. */
+export const chatState = chatRecord.omit({ unread: true }).meta({ id: "ChatState" });
+export type ChatState = z.infer<typeof chatState>;
+
 export const chatInput = () => z.object({ id: chatIdInPath() });
 export const chatOutput = z.object({ success: z.boolean(), chat: chatRecord });
 

@@ -1,15 +1,15 @@
-import type { ChatRow, Repositories, Storage } from "../db/port";
+import type { ChatRow, ChatView, Repositories, Storage } from "../db/port";
 import { AppError } from "../errors";
 import type { GroupInfo, NetworkDriver } from "../network/driver";
 import { directChatPhone, type ChatKind } from "../vocabulary/chats";
-import type { ChatRecord } from "./chat-schemas";
+import type { ChatRecord, ChatState } from "./chat-schemas";
 import { isE164 } from "./phone";
 import { pageAnswer, toRecords } from "./records";
 import { MAX_PAGE } from "./schemas";
 import { isoTime } from "./time";
 
-/** A chat as clients see it. */
-export function toChatRecord(row: ChatRow): ChatRecord {
+/** A chat as event `chat.updated` carries it: the record without the reader's unread count. */
+export function toChatState(row: ChatRow): ChatState {
   return {
     id: row.id,
     kind: row.kind,
@@ -18,8 +18,17 @@ export function toChatRecord(row: ChatRow): ChatRecord {
     created_at: isoTime(row.createdAt),
     last_message_at: row.lastMessageAt === null ? null : isoTime(row.lastMessageAt),
     muted: row.muted,
-    unread: row.unread,
   };
+}
+
+/** A chat as clients see it. */
+export const toChatRecord = (view: ChatView): ChatRecord => ({ ...toChatState(view), unread: view.unread });
+
+/** The chat `id` names as the API answers it, or 404. */
+export async function chatRecordById(repos: Pick<Repositories, "chats">, id: string): Promise<ChatRecord> {
+  const view = await repos.chats.view(id);
+  if (!view) throw new AppError("NOT_FOUND", `chat ${id} not found`);
+  return toChatRecord(view);
 }
 
 /** The chat `id` names, or 404 (`field` names where the id came from when it is not the path's). */
@@ -109,7 +118,7 @@ export async function updateGroup(
     const participants = unique(next.participants);
     if (next.name === chat.name && sameList(participants, chat.participants)) return { chat, changed: false };
     const updated = (await tx.chats.update(id, { name: next.name, participants }))!;
-    await tx.events.append("chat.updated", { data: toChatRecord(updated) });
+    await tx.events.append("chat.updated", { data: toChatState(updated) });
     return { chat: updated, changed: true };
   });
 }

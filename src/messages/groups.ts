@@ -3,7 +3,7 @@ import type { ChatRow, Storage } from "../db/port";
 import { AppError } from "../errors";
 import { errorText } from "../log";
 import type { NetworkDriver } from "../network/driver";
-import { chatById, groupById, newGroupId, requireGroups, toChatRecord, updateGroup } from "./chats";
+import { chatById, chatRecordById, groupById, newGroupId, requireGroups, updateGroup } from "./chats";
 import type { ChatRecord } from "./chat-schemas";
 import { canDo, networkAction } from "./network-actions";
 import { markConversationRead } from "./read-state";
@@ -48,7 +48,7 @@ export async function createGroup(
   });
   // Named once the chat is known by its network id (the network's rename event then finds it); a failure leaves it unnamed.
   if (input.name) await renameGroup(deps, chat.id, input.name).catch((err) => deps.log.warn("the new group was not named", { chatId: chat.id, error: errorText(err) }));
-  return { success: true, chat: toChatRecord((await storage.chats.get(chat.id))!), message };
+  return { success: true, chat: await chatRecordById(storage, chat.id), message };
 }
 
 /** PATCH /api/chats/{id}: renames the group on the network, then here (event `chat.updated`). */
@@ -56,7 +56,8 @@ export async function renameGroup(deps: { storage: Storage; network: NetworkDriv
   const chat = await groupById(deps.storage, id);
   requireGroups(deps.network, "name");
   if (chat.name !== name) await networkAction(deps.network, "renameGroup")(onNetwork(chat), name);
-  return toChatRecord((await updateGroup(deps.storage, id, (now) => ({ name, participants: now.participants }))).chat);
+  await updateGroup(deps.storage, id, (now) => ({ name, participants: now.participants }));
+  return chatRecordById(deps.storage, id);
 }
 
 /**
@@ -69,13 +70,14 @@ export async function setGroupParticipant(deps: { storage: Storage; network: Net
   requireGroups(deps.network, "phone");
   const member = chat.participants.includes(phone);
   if (!add && !member) throw new AppError("NOT_FOUND", `phone: ${phone} is not a participant of chat ${id}`);
-  if (add === member) return toChatRecord(chat);
-  await networkAction(deps.network, "setParticipant")(onNetwork(chat), phone, add);
-  const { chat: changed } = await updateGroup(deps.storage, id, (now) => ({
-    name: now.name,
-    participants: add ? [...now.participants, phone] : now.participants.filter((p) => p !== phone),
-  }));
-  return toChatRecord(changed);
+  if (add !== member) {
+    await networkAction(deps.network, "setParticipant")(onNetwork(chat), phone, add);
+    await updateGroup(deps.storage, id, (now) => ({
+      name: now.name,
+      participants: add ? [...now.participants, phone] : now.participants.filter((p) => p !== phone),
+    }));
+  }
+  return chatRecordById(deps.storage, id);
 }
 
 /** POST|DELETE /api/chats/{id}/typing: a direct chat's is the contact's typing; a group's is kept on the chat and lapses as a contact's does (src/messages/typing.ts). */
@@ -83,7 +85,7 @@ export async function setChatTyping(deps: { storage: Storage; network: NetworkDr
   const chat = await chatById(deps.storage, id);
   const phone = directChatPhone(chat.id);
   if (chat.kind === "direct" && phone) return setOurTyping(deps, phone, on);
-  return setOurGroupTyping(deps, chat.id, onNetwork(chat), on);
+  return setOurGroupTyping(deps, chat.id, () => onNetwork(chat), on);
 }
 
 /** POST /api/chats/{id}/read: every inbound message of the chat is read; the network told first where it has read receipts. The chat as it is then (`unread` 0). */
@@ -95,5 +97,5 @@ export async function markChatRead(deps: { storage: Storage; network: NetworkDri
     if (canDo(deps.network, "markRead")) await networkAction(deps.network, "markRead")("", onNetwork(chat));
     await deps.storage.messages.readChatInbound(chat.id);
   }
-  return toChatRecord(await chatById(deps.storage, chat.id));
+  return chatRecordById(deps.storage, chat.id);
 }

@@ -5,7 +5,7 @@ import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from 
 import { webhookEvents, type DriverState, type GroupInfo, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
 import type { Recorder } from "../observability/recorder";
 import type { OptOutType } from "../vocabulary/messages";
-import { applyGroupReport, groupChat, toChatRecord } from "./chats";
+import { applyGroupReport, chatRecordById, groupChat } from "./chats";
 import { applyInboundEdit } from "./edits";
 import { isE164 } from "./phone";
 import { applyInboundReaction, applyReactionText } from "./reactions";
@@ -76,7 +76,7 @@ export async function receiveLoopback(
   if (input.chat) {
     const info = loopbackGroup(input.chat, phone);
     await applyGroupReport(storage, "loopback", info);
-    return { success: true, chat: toChatRecord((await storage.chats.byNetworkId("loopback", info.networkId))!) };
+    return { success: true, chat: await chatRecordById(storage, (await storage.chats.byNetworkId("loopback", info.networkId))!.id) };
   }
   const apply = (events: Partial<WebhookEvents>) =>
     applyNetworkEvents(storage, "loopback", { ...webhookEvents([], []), ...events }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });

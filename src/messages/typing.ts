@@ -22,11 +22,18 @@ export async function setOurTyping(deps: { storage: Storage; network: NetworkDri
 }
 
 /**
- * setOurTyping in a group chat (`networkId`: the network's id of it): kept on the chat, it
+ * setOurTyping in a group chat (`networkId`: the network's id of it, asked once the network can type): kept on the chat, it
  * stops by itself after TYPING_MS and when a message is sent into the group, as a contact's does.
  */
-export async function setOurGroupTyping(deps: { storage: Storage; network: NetworkDriver }, chatId: string, networkId: string, on: boolean): Promise<{ typing: boolean }> {
-  await networkAction(deps.network, "typing")("", on, networkId);
+export async function setOurGroupTyping(
+  deps: { storage: Storage; network: NetworkDriver },
+  chatId: string,
+  networkId: () => string,
+  on: boolean,
+): Promise<{ typing: boolean }> {
+  // The network's capability first (422), then whether the group is on it (`networkId` may throw 409).
+  const typing = networkAction(deps.network, "typing");
+  await typing("", on, networkId());
   if (on) await deps.storage.chats.startOurTyping(chatId, TYPING_MS);
   else await deps.storage.chats.stopOurTyping(chatId, false);
   return { typing: on };

@@ -267,6 +267,16 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(await ours()).toEqual([]);
     });
 
+    test("typing in a group the network never made: 422 where the network cannot type (the capability first), else 409", async () => {
+      const { storage, deps } = await setup();
+      const orphan = (await storage.chats.create({ id: "grp_orphan", kind: "group", name: null, participants: [A, B], network: "loopback", networkId: null }))!;
+      const cannot = (await rejectionOf(setChatTyping({ ...deps, network: textOnly }, orphan.id, true))) as AppError;
+      expect([cannot.code, cannot.message]).toEqual(["UNPROCESSABLE_CONTENT", "typing: the twilio network cannot show typing"]);
+      const notOn = (await rejectionOf(setChatTyping(deps, orphan.id, true))) as AppError;
+      expect([notOn.code, notOn.message]).toEqual(["CONFLICT", "chat grp_orphan is not on the network (its creation failed)"]);
+      expect((await storage.chats.get(orphan.id))?.ourTyping).toBe(false);
+    });
+
     test("a send into a group writes our typing's state only when it was on there", async () => {
       const { storage, deps } = await setup();
       const team = (await storage.chats.create({ id: "grp_quiet", kind: "group", name: null, participants: [A, B], network: "loopback", networkId: "quiet-guid" }))!;

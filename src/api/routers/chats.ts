@@ -10,7 +10,7 @@ import {
   participantInput,
   renameChatInput,
 } from "../../messages/chat-schemas";
-import { chatById, listChatMessages, listChats, toChatRecord } from "../../messages/chats";
+import { chatRecordById, listChatMessages, listChats } from "../../messages/chats";
 import { typingOutput } from "../../messages/contacts";
 import { createGroup, markChatRead, renameGroup, setChatTyping, setGroupParticipant } from "../../messages/groups";
 import { historyOutput } from "../../messages/schemas";
@@ -211,5 +211,5 @@ export const chatsRouter = (maxMessageLength: number) =>
       })
       .input(chatInput())
       .output(chatOutput)
-      .query(async ({ ctx, input }) => ({ success: true, chat: toChatRecord(await chatById(ctx.app.storage, input.id)) })),
+      .query(async ({ ctx, input }) => ({ success: true, chat: await chatRecordById(ctx.app.storage, input.id) })),
   });

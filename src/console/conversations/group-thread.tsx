@@ -24,9 +24,12 @@ export function GroupThread({ chatId }: { chatId: string }) {
   const label = group ? groupLabel(group) : chatId;
   const unread = group?.unread ?? 0;
   const { mutate: markReadNow } = markRead;
+  // Each fresh answer with messages unread marks them: a message that came between the read and
+  // the refresh leaves the count as it was, and must not stay unread while the thread is open.
+  const fetchedAt = chat.dataUpdatedAt;
   useEffect(() => {
     if (unread > 0) markReadNow({ id: chatId });
-  }, [unread, chatId, markReadNow]);
+  }, [unread, fetchedAt, chatId, markReadNow]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
       <h2 id={headingId}>{label}</h2>

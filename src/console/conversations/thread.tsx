@@ -32,9 +32,12 @@ export function Thread({ phone }: { phone: string }) {
   const typing = contact.data?.contact.typing === true;
   const unread = contact.data?.contact.unread ?? 0;
   const { mutate: markReadNow } = markRead;
+  // Each fresh answer with messages unread marks them: a message that came between the read and
+  // the refresh leaves the count as it was, and must not stay unread while the thread is open.
+  const fetchedAt = contact.dataUpdatedAt;
   useEffect(() => {
     if (unread > 0) markReadNow({ phone });
-  }, [unread, phone, markReadNow]);
+  }, [unread, fetchedAt, phone, markReadNow]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
       <h2 id={headingId}>{phone}</h2>
