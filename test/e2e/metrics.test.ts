@@ -235,13 +235,16 @@ describe("a scrape", () => {
     expect(valueOf(theirs, "textwire_messages_total", { status: "queued" }) ?? 0).toBe(0);
   });
 
-  test("a send a crash left queued, failed by a start's maintenance round, is counted failed by that process", async () => {
+  test("a send a crash left queued, failed by a maintenance round, is counted failed once, by the process whose round it was", async () => {
+    const failed = (s: Scrape) => valueOf(s, "textwire_messages_total", { direction: "outbound", network: "loopback", status: "failed" }) ?? 0;
+    const mine = failed(await scrape(server));
     // Stored as a send is, then cut off three minutes ago (the stale-send rule: docs/operations.md).
     const at = (Date.now() - 180_000) * 1000;
     const insert = "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)";
     await server.db.run(insert, "crash-cut", phone, "cut off", at, at);
+    // A start's first round fails it, unless the running server's own round comes first.
     const other = await boot({ METRICS_TOKEN: TOKEN, WORKFLOWS_DIR: "off" }, server.db);
-    await waitFor("the start's maintenance round", 10_000, async () => (await history(server, phone)).messages.find((m) => m.id === "crash-cut")?.status === "failed");
-    expect(valueOf(await scrape(other), "textwire_messages_total", { direction: "outbound", network: "loopback", status: "failed" })).toBe(1);
+    await waitFor("a maintenance round", 10_000, async () => (await history(server, phone)).messages.find((m) => m.id === "crash-cut")?.status === "failed");
+    expect(failed(await scrape(server)) - mine + failed(await scrape(other))).toBe(1);
   });
 });
