@@ -87,7 +87,8 @@ export function tables(c: Core) {
     },
     (t) => [
       c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId),
-      c.index("chats_last_message_idx").on(t.lastMessageAt),
+      // GET /api/chats?kind= (the console's groups): a page in order from the index, however many direct chats there are.
+      c.index("chats_kind_activity_idx").on(t.kind, sql`coalesce(last_message_at, created_at)`, t.id),
       c.index("chats_our_typing_idx").on(t.ourTypingUntil).where(sql`our_typing_until IS NOT NULL`),
     ],
   );
