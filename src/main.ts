@@ -1,5 +1,4 @@
-import { createHttpHandler } from "./api/http";
-import { createOperationsHandler } from "./api/operations";
+import { createHttpHandler, createOperationsHandler } from "./api/http";
 import { createApp, type App } from "./app";
 import { repeatEvery, type Repeating } from "./background";
 import { countActiveKeys, createKey } from "./auth/keys";
@@ -174,11 +173,11 @@ function startHttp(app: App, log: Logger) {
 
 /** A worker's listener on WORKER_PORT: health, readiness and metrics only (src/api/operations.ts). */
 function startOperationsHttp(app: App, log: Logger, port: number) {
-  const serve = createOperationsHandler(app, () => stopping);
+  const http = createOperationsHandler(app, { stopping: () => stopping });
   const server = Bun.serve({
     port,
     hostname: app.config.HOST,
-    fetch: (req) => serve(req),
+    fetch: (req, srv) => http.fetch(req, srv.requestIP(req)?.address ?? "unknown"),
     error: unhandled(log),
   });
   log.always(`listening on http://${server.hostname}:${server.port}`, { serves: "health and metrics only" });

@@ -11,7 +11,7 @@ import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, creat
 import { createMcpRoute, MCP_PATH } from "./mcp";
 import { API_MEDIA_PREFIX, serveMedia, serveSignedMedia, SIGNED_MEDIA_PREFIX } from "./media";
 import { buildOpenApiDocument, docsResponse } from "./openapi";
-import { operationsRoutes, UNMATCHED } from "./operations";
+import { operationsRoutes } from "./operations";
 import { restOperations, type RestOperation } from "./rest";
 import { createAppRouter } from "./router";
 import type { Context } from "./trpc";
@@ -130,6 +130,12 @@ function route(
   return { match, methods, auth, session: opts.session ?? false, allow: names.join(", "), label: opts.label };
 }
 
+/** The metrics label of a path no row serves. */
+const UNMATCHED = "unmatched";
+
+/** Rows for health, liveness, readiness and metrics (src/api/operations.ts): no key. */
+const operationRows = (app: App, stopping: () => boolean): Route[] =>
+  operationsRoutes(app, stopping).map((op) => route(when((p) => p === op.path), { GET: op.get }, undefined, { label: op.path }));
 
 export interface HttpOptions {
   /** True once a shutdown began: GET /health/ready answers 503 from then on. */
@@ -150,7 +156,6 @@ export interface HttpHandler {
  */
 export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler {
   const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
-  const { metrics } = app;
   const stopping = opts.stopping ?? (() => false);
   // A procedure's name is a bounded label; a batch of several, or a name the router lacks, is just /trpc.
   const procedures = new Set(Object.keys(router._def.procedures));
@@ -159,10 +164,10 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     return procedures.has(name) ? `/trpc/${name}` : "/trpc";
   };
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
-  const clientAddress = createClientAddress(app.config.TRUSTED_PROXIES);
   const operations = restOperations(router);
   const origins = createOrigins(app.config);
   const consoleRoutes = createConsoleRoutes(app, origins, async (req) => parseJson(await readJsonText(req)));
+  const report = (ctx: Context, failure: Failure) => reportFailure(app, ctx, failure);
   const serveMcp = createMcpRoute(app, router, { readJson: async (req) => parseJson(await readJsonText(req)), report });
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
@@ -200,8 +205,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
 
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
   const routes: Route[] = [
-    // Health, liveness, readiness and metrics (src/api/operations.ts): no key.
-    ...operationsRoutes(app, stopping).map((op) => route(when((p) => p === op.path), { GET: op.get }, undefined, { label: op.path })),
+    ...operationRows(app, stopping),
     route(when((p) => p === "/openapi.json"), { GET: () => new Response(openApiJson, { headers: { "Content-Type": "application/json" } }) }, undefined, { label: "/openapi.json" }),
     route(when((p) => p === "/docs" || p.startsWith("/docs/")), {
       GET: (_req, url) => docsResponse(url.pathname) ?? noRoute("GET", url.pathname),
@@ -243,6 +247,32 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     );
   }
 
+  return serveRoutes(app, routes, origins);
+}
+
+/**
+ * A worker's listener (WORKER_PORT): the health, readiness and metrics rows alone, served by
+ * the same edge as the API (404 and 405 answers, request id, metrics and log line).
+ */
+export function createOperationsHandler(app: App, opts: HttpOptions = {}): HttpHandler {
+  return serveRoutes(app, operationRows(app, opts.stopping ?? (() => false)));
+}
+
+/** A failure's headers onto the response, and its log line. */
+function reportFailure(app: App, ctx: Context, failure: Failure): void {
+  Object.assign(ctx.responseHeaders, failure.headers);
+  if (!failure.log) return;
+  const { level, cause } = failure.log;
+  const requestId = ctx.requestId;
+  if (level === "warn") app.log.warn("request met an unavailable database; answered 503", { requestId, error: errorText(cause) });
+  else app.log.error("request failed", { requestId, error: errorText(cause), stack: (cause as Error | undefined)?.stack });
+}
+
+/** Serves a routing table: `origins` decides the console session's own origin (rows with `session`). */
+function serveRoutes(app: App, routes: Route[], origins?: ReturnType<typeof createOrigins>): HttpHandler {
+  const { metrics } = app;
+  const clientAddress = createClientAddress(app.config.TRUSTED_PROXIES);
+
   /** The first row that serves `path` (the table's order decides), with the path's parameters. */
   function matchRoute(path: string): { row: Route; params: Params } | undefined {
     for (const row of routes) {
@@ -250,16 +280,6 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
       if (params) return { row, params };
     }
     return undefined;
-  }
-
-  /** A failure's headers onto the response, and its log line. */
-  function report(ctx: Context, failure: Failure): void {
-    Object.assign(ctx.responseHeaders, failure.headers);
-    if (!failure.log) return;
-    const { level, cause } = failure.log;
-    const requestId = ctx.requestId;
-    if (level === "warn") app.log.warn("request met an unavailable database; answered 503", { requestId, error: errorText(cause) });
-    else app.log.error("request failed", { requestId, error: errorText(cause), stack: (cause as Error | undefined)?.stack });
   }
 
   async function serve(req: Request, url: URL, ctx: Context, matched: ReturnType<typeof matchRoute>): Promise<Response> {
@@ -277,7 +297,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
       try {
         const { keyId, headers } = await authenticate(app, req, ctx.ip, {
           calls: row.auth === "trpc" ? trpcCalls(url) : 1,
-          ...(row.session ? { isOwnOrigin: (origin: string) => origins.isOwn(origin, req, url, ctx.peer) } : {}),
+          ...(row.session && origins ? { isOwnOrigin: (origin: string) => origins.isOwn(origin, req, url, ctx.peer) } : {}),
         });
         ctx.keyId = keyId;
         Object.assign(ctx.responseHeaders, headers);
@@ -311,7 +331,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
           if (req.signal.aborted) res = new Response(null, { status: 499 });
           else {
             const failure = failureOf(err);
-            report(ctx, failure);
+            reportFailure(app, ctx, failure);
             res = errorResponse(failure.body);
           }
         }

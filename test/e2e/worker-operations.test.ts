@@ -62,6 +62,11 @@ describe("a worker with WORKER_PORT", () => {
       const res = await worker.fetch(path, {}, null);
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
       expect(await res.json()).toEqual({ status: "ok" });
+      // The API's edge: each answer names its request, as in its log line.
+      const requestId = res.headers.get("x-request-id");
+      expect(requestId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-/);
+      const requestLine = () => lines(worker.stdout).some((l) => l.startsWith("{") && (JSON.parse(l) as { requestId?: string }).requestId === requestId);
+      await waitFor(`the request line of ${path}`, 5_000, async () => requestLine());
     }
     expect((await worker.fetch("/health/live", { method: "HEAD" }, null)).status).toBe(200);
   });
