@@ -1,4 +1,5 @@
 import type { ChatKind } from "../vocabulary/chats";
+import { DEFAULT_LINE_ID } from "../vocabulary/lines";
 import { unreadOf } from "./messages";
 import { all, changed, choose, declare, get, run, sql } from "./sql";
 
@@ -20,17 +21,21 @@ export interface ChatRow {
   muted: boolean;
   /** A group's: our typing indicator in it is on (expired or not, until the sweep or a send clears it). */
   ourTyping: boolean;
+  /** A group's line; a direct chat's: its last message's. */
+  lineId: string;
 }
 
 /** A chat as the API shows it: with its inbound messages not read (a direct chat's: its contact's), counted only for this. */
 export type ChatView = ChatRow & { unread: number };
 
-export type NewChat = Pick<ChatRow, "id" | "kind" | "name" | "participants" | "network" | "networkId">;
+/** `lineId` left out: the environment's line. */
+export type NewChat = Pick<ChatRow, "id" | "kind" | "name" | "participants" | "network" | "networkId"> & { lineId?: string };
 
 /** A group whose indicator of ours is past its time: what the sweep needs to stop it on the network. */
 export interface ExpiredTyping {
   id: string;
   networkId: string;
+  lineId: string;
 }
 
 /**
@@ -72,7 +77,7 @@ const UNREAD = `CASE WHEN kind = 'group'
   THEN (SELECT count(*) FROM messages u WHERE u.chat_id = chats.id AND u.direction = 'inbound' AND u.read_at IS NULL)
   ELSE ${unreadOf("('+' || substr(chats.id, 4))")} END`;
 const ROW = `id, kind, name, participants, network, network_id AS "networkId", created_at AS "createdAt", last_message_at AS "lastMessageAt", messages,
-  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping"`;
+  EXISTS (SELECT 1 FROM chat_mutes m WHERE m.chat_id = chats.id) AS muted, our_typing_until IS NOT NULL AS "ourTyping", line_id AS "lineId"`;
 /** ROW and the unread count: only where the API answers with the chat, never on a message's way in or out (the count grows with a group nobody reads). */
 const VIEW = `${ROW}, ${UNREAD} AS unread`;
 type Stored = Omit<ChatRow, "participants" | "muted" | "ourTyping"> & { participants: string[] | string; muted: boolean | number; ourTyping: boolean | number };
@@ -102,8 +107,8 @@ const listOf = (name: string, where: string) =>
    ORDER BY c.active DESC, c.id DESC`);
 const listAll = listOf("chats.list", "");
 const listKind = listOf("chats.listKind", "WHERE kind = $kind");
-const create = sql<Stored>("chats.create", `INSERT INTO chats (id, kind, name, participants, network, network_id, created_at, messages)
-   VALUES ($id, $kind, $name, $participants::text[], $network, $networkId, {now_us}, 0)
+const create = sql<Stored>("chats.create", `INSERT INTO chats (id, kind, name, participants, network, network_id, created_at, messages, line_id)
+   VALUES ($id, $kind, $name, $participants::text[], $network, $networkId, {now_us}, 0, $lineId)
    ON CONFLICT (network, network_id) DO NOTHING RETURNING ${ROW}`);
 const update = sql<Stored>("chats.update", `UPDATE chats SET name = $name, participants = $participants::text[] WHERE id = $id RETURNING ${ROW}`);
 const setNetwork = sql("chats.setNetwork", `UPDATE chats SET network_id = $networkId, participants = $participants::text[] WHERE id = $id`);
@@ -114,7 +119,7 @@ const startOurTyping = sql("chats.startOurTyping", `UPDATE chats SET our_typing_
 const stopOurTyping = sql("chats.stopOurTyping", `UPDATE chats SET our_typing_until = NULL
    WHERE id = $id AND our_typing_until IS NOT NULL AND (NOT $expiredOnly::boolean OR our_typing_until <= {now_ms})`);
 const ourTypingExpired = sql<ExpiredTyping>("chats.ourTypingExpired",
-  `SELECT id, network_id AS "networkId" FROM chats WHERE our_typing_until <= {now_ms} ORDER BY our_typing_until LIMIT $limit`);
+  `SELECT id, network_id AS "networkId", line_id AS "lineId" FROM chats WHERE our_typing_until <= {now_ms} ORDER BY our_typing_until LIMIT $limit`);
 
 export const chats = declare<ChatRepository>()({
   get: get(byId, (id) => ({ id }), chatRow),
@@ -124,7 +129,7 @@ export const chats = declare<ChatRepository>()({
     rows: rows[0]?.id == null ? [] : rows.map(({ total: _, active: __, ...r }: StoredView & { total: number; active?: number }) => chatView(r)),
     total: Number(rows[0]?.total ?? 0),
   })),
-  create: get(create, (chat) => ({ ...chat }), chatRow),
+  create: get(create, (chat) => ({ ...chat, lineId: chat.lineId ?? DEFAULT_LINE_ID }), chatRow),
   lockForUpdate: get(lock, (id) => ({ id }), chatRow),
   update: get(update, (id, patch) => ({ id, name: patch.name, participants: patch.participants }), chatRow),
   setNetwork: run(setNetwork, (id, networkId, participants) => ({ id, networkId, participants })),

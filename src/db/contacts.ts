@@ -8,11 +8,18 @@ export interface ContactRow {
   optedOutAt: number | null;
 }
 
+/** What a send to a phone reads first. `lineId`: the line of the last message exchanged with it, undefined when none. */
+export interface BeforeSend {
+  optedOut: boolean;
+  ourTyping: boolean;
+  lineId?: string;
+}
+
 /** One row a phone, made by its first message (which counts them, by trigger) or by an opt-out, whichever comes first. */
 export interface ContactRepository {
   get(phone: string): Promise<ContactRow | undefined>;
-  /** What a send checks first, in one read: whether the contact opted out and whether our typing indicator is on. */
-  beforeSend(phone: string): Promise<{ optedOut: boolean; ourTyping: boolean }>;
+  /** What a send checks first, in one read: whether the contact opted out, whether our typing indicator is on, and the line of its last message (its direct chat's). */
+  beforeSend(phone: string): Promise<BeforeSend>;
 
   /** One statement (upsert): opts out (`optedOutAt` now, or kept when already out) or back in (null). Returns the row. */
   setOptedOut(phone: string, optedOut: boolean): Promise<ContactRow>;
@@ -33,8 +40,9 @@ type Stored = Omit<ContactRow, "optedOut"> & { optedOut: boolean | number };
 const contact = (row: Stored | undefined) => row && { ...row, optedOut: Boolean(row.optedOut) };
 
 const byPhone = sql<Stored>("contacts.get", `SELECT ${ROW} FROM contacts WHERE phone = $phone`);
-const beforeSend = sql<Record<"optedOut" | "ourTyping", boolean | number>>("contacts.beforeSend",
-  `SELECT opted_out AS "optedOut", our_typing_until IS NOT NULL AS "ourTyping" FROM contacts WHERE phone = $phone`);
+const beforeSend = sql<Record<"optedOut" | "ourTyping", boolean | number> & { lineId: string | null }>("contacts.beforeSend",
+  `SELECT c.opted_out AS "optedOut", c.our_typing_until IS NOT NULL AS "ourTyping", d.line_id AS "lineId"
+   FROM contacts c LEFT JOIN chats d ON d.id = 'dm_' || substr(c.phone, 2) WHERE c.phone = $phone`);
 // A contact without messages yet gets a row counting none; a second opt-out keeps the first one's time.
 const setOptedOut = sql<Stored>(
   "contacts.setOptedOut",
@@ -55,7 +63,7 @@ const ourTypingExpired = sql<{ phone: string }>("contacts.ourTypingExpired", `SE
 
 export const contacts = declare<ContactRepository>()({
   get: get(byPhone, (phone) => ({ phone }), contact),
-  beforeSend: get(beforeSend, (phone) => ({ phone }), (row) => ({ optedOut: Boolean(row?.optedOut), ourTyping: Boolean(row?.ourTyping) })),
+  beforeSend: get(beforeSend, (phone) => ({ phone }), (row) => ({ optedOut: Boolean(row?.optedOut), ourTyping: Boolean(row?.ourTyping), ...(row?.lineId ? { lineId: row.lineId } : {}) })),
   setOptedOut: get(setOptedOut, (phone, optedOut) => ({ phone, optedOut }), (row) => contact(row)!),
   setTyping: run(setTyping, (phone, forMs) => ({ phone, forMs })),
   typing: get(typing, (phone) => ({ phone }), (row) => Boolean(row?.typing)),

@@ -1,6 +1,7 @@
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../vocabulary/message-status";
 import type { MessageDirection, OptOutType, PendingMessage } from "../vocabulary/messages";
 import type { Reaction } from "../vocabulary/reactions";
+import { DEFAULT_LINE_ID } from "../vocabulary/lines";
 import { all, changed, choose, count, declare, get, groupBy, page, run, sql, type Sql } from "./sql";
 
 export interface MessageRow {
@@ -35,12 +36,14 @@ export interface MessageRow {
   unsentAt: number | null;
   /** A group chat's id; null: the direct chat with `phone`. In a group `phone` is the sender, '' for ours. */
   chatId: string | null;
+  /** The line it went out or came in on (src/lines). */
+  lineId: string;
 }
 
 /** What a message record shows (pages read only these columns). */
 export type RecordRow = Pick<
   MessageRow,
-  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "unsentAt" | "chatId"
+  "id" | "phone" | "body" | "direction" | "status" | "timestamp" | "error" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "unsentAt" | "chatId" | "lineId"
 >;
 
 /** A conversation as listed: its newest message, whether the contact opted out and how many of its messages we have not read. */
@@ -74,8 +77,10 @@ export type NewMedia = Pick<MediaRow, "id" | "contentType" | "size" | "storeKey"
 /** A message to store; the storage gives it its timestamp, `updatedAt` and `mediaCount`. `sendAt` goes with `scheduled`. */
 export type NewMessage = Omit<
   MessageRow,
-  "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "editCount" | "unsentAt" | "chatId"
+  "timestamp" | "updatedAt" | "error" | "optOutType" | "replyTo" | "sendAt" | "mediaCount" | "reactionCount" | "readAt" | "editedAt" | "editCount" | "unsentAt" | "chatId" | "lineId"
 > & {
+  /** Left out: the environment's line (`ln_default`). */
+  lineId?: string;
   /** A group chat's id; left out: the direct chat with `phone`. */
   chatId?: string | null;
   error?: string | null;
@@ -116,15 +121,15 @@ export interface MessageRepository {
   setStatus(id: string, status: MessageStatus, patch?: StatusPatch): Promise<boolean>;
   get(id: string): Promise<MessageRow | undefined>;
   byNetworkId(network: string, direction: MessageDirection, networkId: string): Promise<MessageRow | undefined>;
-  /** One contact's messages, newest first, and how many there are in all, read from one snapshot. */
-  history(phone: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+  /** One contact's messages (on `line` only, when given), newest first, and how many there are in all, read from one snapshot. */
+  history(phone: string, limit: number, offset: number, line?: string): Promise<{ rows: RecordRow[]; total: number }>;
   /**
    * The newest message of each contact with messages (counted by a trigger; messages_phone_timestamp_idx), newest first (ties
    * by id), with its opt-out; only phones containing `search` (a plain substring: it is only digits and '+') when given.
    */
   conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
   /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. Direct chats only, unless `every`. */
-  inboundAfter(since: number, limit: number, phone?: string, every?: boolean): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
+  inboundAfter(since: number, limit: number, phone?: string, every?: boolean, line?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
   /** A group chat's messages, newest first, and how many there are in all, from one statement. */
   chatHistory(chatId: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
   /** One statement: the group chat's inbound messages not read yet are read now. How many. */
@@ -213,6 +218,7 @@ export function newRow(message: NewMessage, timestamp: number): MessageRow {
     editCount: 0,
     unsentAt: null,
     chatId: message.chatId ?? null,
+    lineId: message.lineId ?? DEFAULT_LINE_ID,
   };
 }
 
@@ -223,12 +229,12 @@ export const bySendAt = (a: MessageRow, b: MessageRow) => (a.sendAt ?? 0) - (b.s
 export const row = (m = "") =>
   `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}network, ${m}network_id AS "networkId", ${m}error,
    ${m}updated_at AS "updatedAt", ${m}opt_out_type AS "optOutType", ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount",
-   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}edit_count AS "editCount", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId"`;
+   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}edit_count AS "editCount", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId", ${m}line_id AS "lineId"`;
 const ROW = row();
 /** What a message record shows (pages read only these: fewer columns, faster pages), of alias `m` when given. */
 export const record = (m = "") =>
   `${m}id, ${m}phone, ${m}body, ${m}direction, ${m}status, ${m}timestamp, ${m}error, ${m}reply_to AS "replyTo", ${m}send_at AS "sendAt", ${m}media_count AS "mediaCount",
-   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId"`;
+   ${m}reaction_count AS "reactionCount", ${m}read_at AS "readAt", ${m}edited_at AS "editedAt", ${m}unsent_at AS "unsentAt", ${m}chat_id AS "chatId", ${m}line_id AS "lineId"`;
 /** A direct chat's messages (the spec's per-phone history and poll): not a group's. */
 export const DIRECT = "chat_id IS NULL";
 /** How many inbound messages of the direct chat with `phone` (an SQL expression) are not read (messages_unread_idx). */
@@ -240,7 +246,12 @@ const MEDIA = `id, message_id AS "messageId", position, content_type AS "content
 
 export const byId = sql<MessageRow>("messages.get", `SELECT ${ROW} FROM messages WHERE id = $id`);
 export const byNetworkId = sql<MessageRow>("messages.byNetworkId", `SELECT ${ROW} FROM messages WHERE network = $network AND direction = $direction AND network_id = $networkId`);
-export const historyPage = `SELECT ${RECORD} FROM messages WHERE phone = $phone AND ${DIRECT} ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`;
+/** `$line` null: on every line (the spec's history); else on that line only. */
+const ON_LINE = `($line::text IS NULL OR line_id = $line)`;
+export const historyPage = `SELECT ${RECORD} FROM messages WHERE phone = $phone AND ${DIRECT} AND ${ON_LINE} ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset`;
+/** A history page's total: on every line the trigger's count (contacts.messages), on one line a count. */
+export const historyTotal = `CASE WHEN $line::text IS NULL THEN coalesce((SELECT messages FROM contacts WHERE phone = $phone), 0)
+   ELSE (SELECT count(*) FROM messages WHERE phone = $phone AND ${DIRECT} AND line_id = $line) END`;
 /** A group chat's page with its total (kept by trigger) in one statement, so both come from one snapshot; an empty page is a row of nulls. */
 const chatHistory = sql<RecordRow & { total: number }>("messages.chatHistory", `SELECT c.total, m.* FROM (SELECT coalesce((SELECT messages FROM chats WHERE id = $chatId), 0) AS total) c
    LEFT JOIN (SELECT ${RECORD} FROM messages WHERE chat_id = $chatId ORDER BY timestamp DESC, id DESC LIMIT $limit OFFSET $offset) m ON true
@@ -250,7 +261,7 @@ export const scheduledPage = `SELECT ${RECORD} FROM messages WHERE status = 'sch
 const inboundAfter = (from: boolean, every: boolean) =>
   sql<RecordRow>(
     `messages.inbound${from ? "From" : ""}After${every ? "All" : ""}`,
-    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' ${from ? "AND phone = $phone" : ""} ${every ? "" : `AND ${DIRECT}`} AND timestamp > $since
+    `SELECT ${RECORD} FROM messages WHERE direction = 'inbound' ${from ? "AND phone = $phone" : ""} ${every ? "" : `AND ${DIRECT}`} AND timestamp > $since AND ${ON_LINE}
      ORDER BY timestamp ASC LIMIT $limit`,
   );
 const inboundStatements = [inboundAfter(false, false), inboundAfter(true, false), inboundAfter(false, true), inboundAfter(true, true)];
@@ -320,8 +331,8 @@ export const messages = declare<MessageRepository>()({
   get: get(byId, (id) => ({ id })),
   byNetworkId: get(byNetworkId, (network, direction, networkId) => ({ network, direction, networkId })),
   inboundAfter: all(
-    choose(inboundStatements, (_since: number, _limit: number, phone?: string, every?: boolean) => inboundStatements[(phone ? 1 : 0) + (every ? 2 : 0)]!),
-    (since: number, limit: number, phone?: string) => ({ since, limit: limit + 1, phone }),
+    choose(inboundStatements, (_since: number, _limit: number, phone?: string, every?: boolean, _line?: string) => inboundStatements[(phone ? 1 : 0) + (every ? 2 : 0)]!),
+    (since: number, limit: number, phone?: string, _every?: boolean, line?: string) => ({ since, limit: limit + 1, phone, line: line ?? null }),
     (rows, [, limit]) => page(rows, limit),
   ),
   chatHistory: all(chatHistory, (chatId, limit, offset) => ({ chatId, limit, offset }), (rows) => ({

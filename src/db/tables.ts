@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { CHAT_KINDS } from "../vocabulary/chats";
+import { DEFAULT_LINE_ID, LINE_MANAGERS } from "../vocabulary/lines";
 import { MESSAGE_STATUSES } from "../vocabulary/message-status";
 import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../vocabulary/messages";
 import { REACTIONS } from "../vocabulary/reactions";
@@ -48,6 +49,8 @@ export function tables(c: Core) {
       unsentAt: c.time("unsent_at"),
       /** A group chat's id; null: the direct chat with `phone` (then `phone` is the contact; in a group, the sender, '' for ours). */
       chatId: c.text("chat_id"),
+      /** The line it went out or came in on (src/lines); every message before lines is on the environment's line. */
+      lineId: c.text("line_id").notNull().default(DEFAULT_LINE_ID),
     },
     (t) => [
       c.uniqueIndex("messages_timestamp_uq").on(t.timestamp),
@@ -84,6 +87,8 @@ export function tables(c: Core) {
       messages: c.integer("messages").notNull().default(0),
       /** A group's: our typing indicator in it is on until then; the maintenance loop stops it after (a direct chat's is on `contacts`). */
       ourTypingUntil: c.time("our_typing_until"),
+      /** A group's line; a direct chat's: the line of its last message (by trigger), where a send to the contact sticks (src/lines/route.ts). */
+      lineId: c.text("line_id").notNull().default(DEFAULT_LINE_ID),
     },
     (t) => [
       c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId),
@@ -277,6 +282,38 @@ export function tables(c: Core) {
     (t) => [c.index("contacts_our_typing_idx").on(t.ourTypingUntil).where(sql`our_typing_until IS NOT NULL`)],
   );
 
+  /**
+   * Lines (src/lines): one sending identity on one network each. `settings` is JSON of the
+   * network's non-secret settings; `credentials` JSON of its secrets, sealed (src/secrets)
+   * when a SECRET_KEY is set. The environment's line is the row `ln_default` (managed 'env'),
+   * written at each start from the environment, its credentials never stored.
+   */
+  const lines = c.table(
+    "lines",
+    {
+      id: c.text("id").primaryKey(),
+      name: c.text("name").notNull().unique(),
+      network: c.text("network").notNull(),
+      address: c.text("address"),
+      enabled: c.bool("enabled").notNull(),
+      isDefault: c.bool("is_default").notNull(),
+      fallback: c.text("fallback"),
+      settings: c.text("settings").notNull(),
+      credentials: c.text("credentials"),
+      managed: c.text("managed", { enum: LINE_MANAGERS }).notNull(),
+      createdAt: c.time("created_at").notNull(),
+      updatedAt: c.time("updated_at").notNull(),
+    },
+    (t) => [c.uniqueIndex("lines_default_uq").on(t.isDefault).where(sql`is_default`)],
+  );
+
+  /** Whether a phone has iMessage, as a BlueBubbles server answered (routing's rule 4): kept 7 days. Times in ms. */
+  const imessageAvailability = c.table("imessage_availability", {
+    phone: c.text("phone").primaryKey(),
+    available: c.bool("available").notNull(),
+    checkedAt: c.time("checked_at").notNull(),
+  });
+
   /** Leases by name that any process may take (the maintenance leader). */
   const leases = c.table("leases", {
     name: c.text("name").primaryKey(),
@@ -353,5 +390,5 @@ export function tables(c: Core) {
       c.index("webhook_deliveries_settled_idx").on(t.updatedAt).where(sql`state <> 'pending'`),
     ],
   );
-  return { messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };
+  return { lines, imessageAvailability, messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState, workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries };
 }

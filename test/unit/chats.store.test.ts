@@ -24,7 +24,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const second = (await storage.messages.insert(message({ direction: "outbound", status: "queued" }))).row;
     const row = {
       id: "dm_14155550123", kind: "direct" as const, name: null, participants: [A], network: null, networkId: null,
-      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false,
+      createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false, lineId: "ln_default",
     };
     expect(await storage.chats.get("dm_14155550123")).toEqual(row);
     // The view adds the unread count, for the API only.
@@ -120,7 +120,7 @@ describe.each(dialects)("on $name", (dialect) => {
     // What a send into the group reads: on, expired or not, until the sweep clears it.
     expect((await chats.get(team.id))?.ourTyping).toBe(true);
     expect((await chats.list("group", 10, 0)).rows.map((c) => [c.id, c.ourTyping]).sort()).toEqual([[team.id, true], [other.id, true]].sort());
-    expect(await chats.ourTypingExpired(10)).toEqual([{ id: other.id, networkId: "g6" }]);
+    expect(await chats.ourTypingExpired(10)).toEqual([{ id: other.id, networkId: "g6", lineId: "ln_default" }]);
     expect(await chats.stopOurTyping(team.id, true)).toBe(false);
     expect(await chats.stopOurTyping(other.id, true)).toBe(true);
     expect(await chats.stopOurTyping(other.id, true)).toBe(false);

@@ -65,7 +65,7 @@ describe.each(dialects)("events written by the database on $name", (dialect) => 
         type: "message.received",
         timestamp: expect.any(Number),
         message: { id: row.id, phone: PHONE, body: "hi", direction: "inbound", status: "received", timestamp: row.timestamp, error: null, replyTo: null, sendAt: null, mediaCount: 0,
-          reactionCount: 0, readAt: null, editedAt: null, unsentAt: null, chatId: null },
+          reactionCount: 0, readAt: null, editedAt: null, unsentAt: null, chatId: null, lineId: "ln_default" },
         previousStatus: null,
         data: null,
       },

@@ -1,12 +1,13 @@
+import { DEFAULT_LINE_ID } from "../../vocabulary/lines";
 import { MESSAGE_STATUSES, statusesBefore, type MessageStatus } from "../../vocabulary/message-status";
-import { bySendAt, DIRECT, historyPage, messages, newRow, record, row, scheduledPage, UNREAD } from "../messages";
+import { bySendAt, DIRECT, historyPage, historyTotal, messages, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRepository, MessageRow, NewMessage, RecordRow } from "../messages";
 import { PG_NOW_MS, PG_NOW_US, sql, type Sql } from "../sql";
 import { bind, prepare, type Run } from "./sql";
 
 /** RECORD as read from a subquery `m` that selected it. */
 const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m."replyTo", m."sendAt", m."mediaCount",
-  m."reactionCount", m."readAt", m."editedAt", m."unsentAt", m."chatId"`;
+  m."reactionCount", m."readAt", m."editedAt", m."unsentAt", m."chatId", m."lineId"`;
 
 /**
  * Stores messages in one statement: the one clock (message_clock,
@@ -19,13 +20,13 @@ const RECORD_OF_M = `m.id, m.phone, m.body, m.direction, m.status, m.timestamp, 
 const insertText = (withMedia: boolean) =>
   `WITH input AS (
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                          $10::text[], $11::bigint[], $12::text[], $13::int[])
-       WITH ORDINALITY AS i(id, phone, body, direction, status, network, network_id, error, opt_out_type, reply_to, send_at, chat_id, media_count, n)
+                          $10::text[], $11::bigint[], $12::text[], $13::text[], $14::int[])
+       WITH ORDINALITY AS i(id, phone, body, direction, status, network, network_id, error, opt_out_type, reply_to, send_at, chat_id, line_id, media_count, n)
    ), clock AS (
-     UPDATE message_clock SET t = greatest(t + $14::bigint, ${PG_NOW_US} + $14::bigint - 1) RETURNING t
+     UPDATE message_clock SET t = greatest(t + $15::bigint, ${PG_NOW_US} + $15::bigint - 1) RETURNING t
    ), stored AS (
-     INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, chat_id, media_count)
-     SELECT id, phone, body, direction, status, clock.t - $14 + n, network, network_id, error, clock.t - $14 + n, opt_out_type, reply_to, send_at, chat_id, media_count
+     INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, chat_id, line_id, media_count)
+     SELECT id, phone, body, direction, status, clock.t - $15 + n, network, network_id, error, clock.t - $15 + n, opt_out_type, reply_to, send_at, chat_id, line_id, media_count
      FROM input, clock
      ON CONFLICT (network, direction, network_id) DO NOTHING
      RETURNING id, timestamp
@@ -34,22 +35,22 @@ const insertText = (withMedia: boolean) =>
        ? `, files AS (
      INSERT INTO media (id, message_id, position, content_type, size, store_key, created_at)
      SELECT f.id, f.message_id, f.position, f.content_type, f.size, f.store_key, ${PG_NOW_MS}
-     FROM unnest($15::text[], $16::text[], $17::int[], $18::text[], $19::bigint[], $20::text[]) AS f(id, message_id, position, content_type, size, store_key)
+     FROM unnest($16::text[], $17::text[], $18::int[], $19::text[], $20::bigint[], $21::text[]) AS f(id, message_id, position, content_type, size, store_key)
      JOIN stored ON stored.id = f.message_id
    )`
        : ""
    }
    SELECT id, timestamp FROM stored`;
 const insert: Sql<unknown> = { name: "messages.insert", text: insertText(false) };
-/** The fields of a new message in the order of the insert's arrays $1…$12. */
-const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt", "chatId"] as const;
+/** The fields of a new message in the order of the insert's arrays $1…$13. */
+const INSERTED = ["id", "phone", "body", "direction", "status", "network", "networkId", "error", "optOutType", "replyTo", "sendAt", "chatId", "lineId"] as const;
 /** The same with the messages' media, stored only for the messages stored (a known network id stores neither). */
 const insertWithMedia: Sql<unknown> = { name: "messages.insertWithMedia", text: insertText(true) };
 const MAX_BATCH = 200;
 // One statement, so the page and the total (kept by a trigger, drizzle/postgres/0001_clock_and_contacts.sql)
 // come from one snapshot; the total rides on every row, and on a row of nulls when the page is empty.
 const history = prepare(sql<RecordRow & { total: number }>("messages.history", `SELECT c.total, ${RECORD_OF_M}
-   FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $phone), 0) AS total) c
+   FROM (SELECT ${historyTotal} AS total) c
    LEFT JOIN LATERAL (${historyPage}) m ON true
    ORDER BY m.timestamp DESC, m.id DESC`));
 const scheduled = prepare(sql<RecordRow & { total: number }>("messages.scheduled", `SELECT c.total, ${RECORD_OF_M}
@@ -59,7 +60,7 @@ const scheduled = prepare(sql<RecordRow & { total: number }>("messages.scheduled
 /** A page and its total read by `history` or `scheduled`. */
 const paged = ({ rows }: { rows: (RecordRow & { total: number })[] }) => ({
   rows: rows[0]?.id == null ? [] : rows.map(({ total: _, ...r }) => r),
-  total: rows[0]?.total ?? 0,
+  total: Number(rows[0]?.total ?? 0),
 });
 const conversations = prepare(sql<ConversationRow>("messages.conversations", `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
@@ -102,7 +103,7 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
 
   async function store(messages: NewMessage[]): Promise<Stored[]> {
     const values: unknown[] = [
-      ...INSERTED.map((key) => messages.map((m) => m[key] ?? null)),
+      ...INSERTED.map((key) => messages.map((m) => (key === "lineId" ? (m.lineId ?? DEFAULT_LINE_ID) : (m[key] ?? null)))),
       messages.map((m) => m.media?.length ?? 0),
       messages.length,
     ];
@@ -147,7 +148,7 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
     insert: batch ? batched(store) : async (message) => (await store([message]))[0]!,
     // Batched as inserts are: an applied move writes its event under the event clock, held to commit (drizzle/postgres/0002_webhooks.sql).
     setStatus: (id, status, patch = {}) => moveOne({ id, status, networkId: patch.networkId ?? null, error: patch.error ?? null }),
-    history: async (phone, limit, offset) => paged(await history(run, { phone, limit, offset })),
+    history: async (phone, limit, offset, line) => paged(await history(run, { phone, limit, offset, line: line ?? null })),
     scheduled: async (limit, offset) => paged(await scheduled(run, { limit, offset })),
     conversations: async ({ search, limit }) => (await conversations(run, { search: search ?? null, limit })).rows,
     claimDueScheduled: async (limit) => (await claimDue(run, { limit })).rows.sort(bySendAt),

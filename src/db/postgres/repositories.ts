@@ -4,6 +4,7 @@ import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
+import { lines } from "../lines";
 import { networkState } from "../network-state";
 import { retention } from "../retention";
 import type { Repositories } from "../port";
@@ -65,6 +66,7 @@ export function postgresRepositories(run: Run, batch = false): Repositories {
     sessions: bind(run, sessions),
     generations: bind(run, generations),
     networkState: bind(run, networkState),
+    lines: bind(run, lines),
     webhooks: {
       ...bind(run, webhooks),
       claimDue: async (owner, leaseMs, limit, perEndpoint, skip) =>

@@ -4,7 +4,7 @@ import { tables } from "../tables";
 
 const time = (name: string) => bigint(name, { mode: "number" });
 
-export const { messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState,
+export const { lines, imessageAvailability, messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState,
   workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries } = tables({ table: pgTable, text, integer, time, bool: boolean, list: (name: string) => text(name).array(), index, uniqueIndex, primaryKey });
 
 /**

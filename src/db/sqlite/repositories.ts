@@ -5,8 +5,9 @@ import { contacts } from "../contacts";
 import { generations } from "../generations";
 import { decision, decisionRow, idempotency, messageStatus } from "../idempotency";
 import { leases } from "../leases";
-import { byNetworkId, bySendAt, DIRECT, historyPage, messages, newest, newRow, record, row, scheduledPage, UNREAD } from "../messages";
+import { byNetworkId, bySendAt, DIRECT, historyPage, historyTotal as historyCount, messages, newest, newRow, record, row, scheduledPage, UNREAD } from "../messages";
 import type { ConversationRow, MessageRow, NewMessage, RecordRow } from "../messages";
+import { lines } from "../lines";
 import { networkState } from "../network-state";
 import { retention } from "../retention";
 import { sessions } from "../sessions";
@@ -19,13 +20,13 @@ import { statements } from "./statements";
 // What only SQLite runs: the process clock for message timestamps, snapshots as read
 // transactions, claims as a read then an update under the write lock.
 
-const insertRow = sql("", `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count, chat_id)
-   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt, $optOutType, $replyTo, $sendAt, $mediaCount, $chatId)`);
+const insertRow = sql("", `INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at, opt_out_type, reply_to, send_at, media_count, chat_id, line_id)
+   VALUES ($id, $phone, $body, $direction, $status, $timestamp, $network, $networkId, $error, $updatedAt, $optOutType, $replyTo, $sendAt, $mediaCount, $chatId, $lineId)`);
 const insertMedia = sql("", `INSERT INTO media (id, message_id, position, content_type, size, store_key, created_at)
    VALUES ($id, $messageId, $position, $contentType, $size, $storeKey, {now_ms})`);
 const historyRows = sql<RecordRow>("", historyPage);
-// Kept by a trigger on every insert (drizzle/sqlite/0005_contacts.sql).
-const historyTotal = sql<{ n: number }>("", "SELECT messages AS n FROM contacts WHERE phone = $phone");
+// On every line kept by a trigger on every insert (drizzle/sqlite/0005_contacts.sql).
+const historyTotal = sql<{ n: number }>("", `SELECT ${historyCount} AS n`);
 const scheduledRows = sql<RecordRow>("", scheduledPage);
 const scheduledTotal = sql<{ n: number }>("", `SELECT count(*) AS n FROM messages WHERE status = 'scheduled'`);
 const conversations = sql<Omit<ConversationRow, "optedOut"> & { optedOut: number }>("", `SELECT ${record("m.")}, c.opted_out AS "optedOut", ${UNREAD} AS unread
@@ -88,9 +89,9 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
     return { row: stored, created: true };
   });
   // Read transactions, so the page and the total agree.
-  const history = sqlite.transaction((phone: string, limit: number, offset: number) => ({
-    rows: q.historyRows.all({ phone, limit, offset }),
-    total: q.historyTotal.get({ phone })?.n ?? 0,
+  const history = sqlite.transaction((phone: string, limit: number, offset: number, line: string | null) => ({
+    rows: q.historyRows.all({ phone, limit, offset, line }),
+    total: q.historyTotal.get({ phone, line })?.n ?? 0,
   }));
   const scheduled = sqlite.transaction((limit: number, offset: number) => ({
     rows: q.scheduledRows.all({ limit, offset }),
@@ -109,7 +110,7 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
     messages: {
       ...bind(messages),
       insert: (message) => insert.immediate(message),
-      history: (phone, limit, offset) => history(phone, limit, offset),
+      history: (phone, limit, offset, line) => history(phone, limit, offset, line ?? null),
       scheduled: (limit, offset) => scheduled(limit, offset),
       conversations: ({ search, limit }) => q.conversations.all({ search: search ?? null, limit }).map((r) => ({ ...r, optedOut: r.optedOut === 1 })),
       claimDueScheduled: (limit) => (due.anyDueScheduled.get() ? due.claimScheduled.all({ limit }).sort(bySendAt) : []),
@@ -129,6 +130,7 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
     sessions: bind(sessions),
     generations: bind(generations),
     networkState: bind(networkState),
+    lines: bind(lines),
     webhooks: {
       ...bind(webhooks),
       claimDue: (owner, leaseMs, limit, perEndpoint, skip) =>

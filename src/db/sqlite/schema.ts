@@ -1,7 +1,7 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { tables } from "../tables";
 
-export const { messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState,
+export const { lines, imessageAvailability, messages, chats, chatMutes, media, reactions, apiKeys, consoleSessions, generations, idempotencyKeys, workflows, workflowState,
   workflowRuns, statusReports, networkState, contacts, leases, webhookEndpoints, events, webhookDeliveries } = tables({
   table: sqliteTable,
   text,
