@@ -8,8 +8,9 @@ import type { Logger } from "./log";
 import type { MediaDeps } from "./media/service";
 import { mediaUrlSecret } from "./media/signed-url";
 import { openMediaStore } from "./media/store";
-import { networkStateStore } from "./messages/network-events";
-import { createNetwork, type NetworkDriver } from "./network";
+import { openLines, type LineRegistry } from "./lines/registry";
+import { openSecrets } from "./secrets/stored";
+import type { Secrets } from "./secrets/seal";
 import type { Metrics } from "./observability/metrics";
 
 /** Everything a request or a workflow run needs, built once at start. */
@@ -17,7 +18,10 @@ export interface App {
   config: Config;
   storage: Storage;
   log: Logger;
-  network: NetworkDriver;
+  /** Every line of the deployment, with its live driver (src/lines). */
+  lines: LineRegistry;
+  /** Seals and opens stored credentials (src/secrets). */
+  secrets: Secrets;
   /** The media store and how media is fetched and signed. */
   media: MediaDeps;
   /** Null when no OPENAI_API_KEY is set. */
@@ -31,13 +35,20 @@ export interface App {
   metrics?: Metrics;
 }
 
-export function createApp(config: Config, storage: Storage, log: Logger, metrics?: Metrics): App {
+/**
+ * Builds the app over an open storage: its secrets (checked to open every stored one: a wrong
+ * SECRET_KEY throws SecretKeyError) and its lines, the environment's written first.
+ */
+export async function createApp(config: Config, storage: Storage, log: Logger, metrics?: Metrics): Promise<App> {
+  const secrets = await openSecrets(config, storage.dialect === "postgres", storage, log);
+  const lines = await openLines({ config, log, storage, secrets });
   return {
     ...(metrics ? { metrics } : {}),
     config,
     storage,
     log,
-    network: createNetwork(config, { log, state: networkStateStore(storage, config.NETWORK) }),
+    lines,
+    secrets,
     media: {
       store: openMediaStore(config.MEDIA_STORE),
       allowPrivate: config.ALLOW_PRIVATE_URLS,

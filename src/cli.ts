@@ -15,7 +15,8 @@ import { chatMessagesInput, chatsInput, createChatInput } from "./messages/chat-
 import { listChatMessages, listChats } from "./messages/chats";
 import { createGroup } from "./messages/groups";
 import { editInput, inboundInput, messageIdInput, reactInput, sendInput } from "./messages/schemas";
-import { recordInbound, sendMessage } from "./messages/service";
+import { sendMessage } from "./messages/service";
+import { receiveLoopback } from "./messages/network-events";
 import { setOurTyping } from "./messages/typing";
 import { EVENT_TYPES } from "./vocabulary/events";
 import { REACTIONS } from "./vocabulary/reactions";
@@ -359,15 +360,15 @@ async function main(argv: string[]) {
     case "inbound": {
       const [phone, message] = expectArgs(args, ["PHONE", "MESSAGE"]);
       return withApp(async (app) => {
-        if (app.network.name !== "loopback") throw new UsageError(`inbound works on the loopback network (NETWORK is ${app.network.name})`);
+        if (!app.lines.all().some((l) => l.row.network === "loopback")) throw new UsageError(`inbound works on a loopback line (NETWORK is ${app.config.NETWORK}, and no loopback line was added)`);
         const input = parseInput(inboundInput(app.config.MAX_MESSAGE_LENGTH), { phone, message });
-        const { record } = await recordInbound(app.storage, "loopback", { phone: input.phone, message: input.message ?? "" });
-        print({ success: true, message_id: record.id, timestamp: record.timestamp });
+        const answer = await receiveLoopback(app, { phone: input.phone, message: input.message ?? "" });
+        print(answer);
       });
     }
     case "network":
       expectArgs(args, []);
-      return withApp(async (app) => print(networkInfo(app.network)));
+      return withApp(async (app) => print(networkInfo(app.lines.default())));
     case "react": {
       const [id, reaction] = expectArgs(args, ["ID", "REACTION"]);
       return withApp(async (app) => {

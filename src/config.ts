@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseTrustedProxy } from "./api/client-address";
+import { parseSecretKey } from "./secrets/seal";
 import { DEFAULT_MENTION_PATTERNS } from "./workflows/mentions";
 
 const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
@@ -15,6 +16,8 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
 const apiKey = z
   .string()
   .regex(/^[A-Za-z0-9_-]{24,}$/, "each key must be at least 24 letters, digits, '_' or '-'");
+
+const secretKey = z.string().trim().refine((v) => parseSecretKey(v) !== undefined, "must be 32 bytes in base64 or hex, e.g. the output of: openssl rand -base64 32");
 
 /** The LangChain chat model providers whose package is installed (GENERATOR_MODEL's prefix). */
 export const GENERATOR_PROVIDERS: readonly string[] = ["openai"];
@@ -143,6 +146,10 @@ export const configSchema = z.object({
   SHUTDOWN_DRAIN_MS: int(0, 600_000).default(2000),
   /** Where OpenTelemetry spans go (OTLP over HTTP); unset: no tracing, nothing of OpenTelemetry loaded (docs/operations.md). */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url("must be a URL, e.g. http://127.0.0.1:4318").optional(),
+  /** Seals stored credentials (AES-256-GCM): 32 bytes, base64 or hex; unset on SQLite: generated into secret.key beside the database (docs/lines.md). */
+  SECRET_KEY: secretKey.optional(),
+  /** `textwire secrets rotate` only: the key the stored secrets are sealed with now. */
+  OLD_SECRET_KEY: secretKey.optional(),
   /** Lets webhook endpoints be http and point at private, loopback and link-local addresses (development and tests). */
   ALLOW_PRIVATE_URLS: z.enum(["true", "false"], "must be true or false").default("false").transform((v) => v === "true"),
 });

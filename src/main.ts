@@ -7,8 +7,10 @@ import { DatabaseError, openStorage, type Storage } from "./db";
 import { AppError } from "./errors";
 import { createLogger, errorText, type Logger } from "./log";
 import { IDEMPOTENCY_TTL_MS } from "./messages/idempotency";
-import { catchUpNetwork, reconcileNetwork } from "./messages/network-events";
+import { catchUpLine, reconcileLine } from "./messages/network-events";
 import { canDo } from "./messages/network-actions";
+import { LINES_REFRESH_MS } from "./lines/registry";
+import { SecretKeyError } from "./secrets/seal";
 import { startScheduledSender, type ScheduledSender } from "./messages/scheduled";
 import { enableTracing, flushTracing } from "./observability/trace";
 import { purgePastRetention, type OnPurged } from "./retention";
@@ -78,6 +80,16 @@ async function ensureSomeKey(app: App) {
   process.stdout.write(`\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`);
 }
 
+/** The app over the open storage; a SECRET_KEY that cannot open the stored secrets stops the start with one line. */
+async function appOrExit(): Promise<App> {
+  try {
+    return await createApp(config, storage, log, metricsModule?.createMetrics(storage));
+  } catch (err) {
+    if (err instanceof SecretKeyError) fail(err.message);
+    throw err;
+  }
+}
+
 /**
  * The database's housekeeping, done by one process at a time: the one holding the
  * maintenance lease, renewed every round (it outlives one late round). Every process
@@ -89,13 +101,13 @@ function startMaintenance(app: App, log: Logger, owner: string, onPurged: OnPurg
   const { storage } = app;
   const everyMs = app.config.MAINTENANCE_INTERVAL_MS;
   const stopping = new AbortController();
-  // A network that reconciles settles its own queued sends (their outcome may be unknown).
-  const exceptNetwork = app.network.reconcile ? app.network.name : undefined;
   let started = false;
   const repeating = repeatEvery("maintenance", everyMs, async () => {
     const leader = await storage.leases.acquire(MAINTENANCE_LEASE, owner, 3 * everyMs);
     if (!leader && started) return;
-    const failed = await storage.messages.failStaleQueued(STALE_QUEUED_MS, STALE_QUEUED_ERROR, exceptNetwork);
+    // A line whose network reconciles settles its own queued sends (their outcome may be unknown).
+    const reconciling = app.lines.all().filter((l) => l.driver.reconcile).map((l) => l.row.id);
+    const failed = await storage.messages.failStaleQueued(STALE_QUEUED_MS, STALE_QUEUED_ERROR, reconciling);
     for (const network of failed) app.metrics?.message("outbound", network, "failed");
     if (failed.length > 0) log.warn("marked interrupted sends as failed", { count: failed.length });
     const purged = await purgePastRetention({ storage, media: app.media.store, log, onPurged, signal: stopping.signal }, app.config, IDEMPOTENCY_TTL_MS);
@@ -113,31 +125,43 @@ function startMaintenance(app: App, log: Logger, owner: string, onPurged: OnPurg
   };
 }
 
+/** Asks each line's network for what its webhooks missed, while the line is enabled (BlueBubbles does not retry them). */
 function startCatchUp(app: App, log: Logger) {
-  if (!app.network.catchUp) return undefined;
   return repeatEvery("network catch-up", CATCH_UP_EVERY_MS, async () => {
-    const r = await catchUpNetwork(app);
-    if (r && (r.stored > 0 || r.applied > 0)) log.info("caught up with the network", { network: app.network.name, ...r });
-  }, log.child({ network: app.network.name }));
+    for (const line of app.lines.all()) {
+      if (!line.row.enabled || !line.driver.catchUp) continue;
+      const r = await catchUpLine(app, line);
+      if (r && (r.stored > 0 || r.applied > 0)) log.info("caught up with the network", { line: line.row.name, network: line.row.network, ...r });
+    }
+  }, log);
 }
 
 /** Stops our typing indicators past their time (src/messages/typing.ts); an idle round is one read. */
 function startTypingSweep(app: App, log: Logger) {
-  if (!canDo(app.network, "typing")) return undefined;
   return repeatEvery("typing sweep", TYPING_SWEEP_MS, async () => {
+    if (!app.lines.all().some((l) => canDo(l.driver, "typing"))) return;
     const stopped = await stopExpiredTyping(app);
     if (stopped > 0) log.info("stopped our typing indicators past their time", { count: stopped });
-  }, log.child({ network: app.network.name }));
+  }, log);
 }
 
-/** Asks the network about outbound messages not final after a while (BlueBubbles). */
+/** Asks each line's network about outbound messages not final after a while (BlueBubbles). */
 function startReconcile(app: App, log: Logger) {
-  if (!app.network.reconcile) return undefined;
   const afterMs = app.config.BLUEBUBBLES_RECONCILE_AFTER_MS;
   return repeatEvery("network reconciliation", Math.min(app.config.MAINTENANCE_INTERVAL_MS, Math.max(1000, afterMs / 2)), async () => {
-    const r = await reconcileNetwork(app, afterMs);
-    if (r && r.applied > 0) log.info("reconciled message statuses with the network", { network: app.network.name, ...r });
-  }, log.child({ network: app.network.name }));
+    for (const line of app.lines.all()) {
+      if (!line.driver.reconcile) continue;
+      const r = await reconcileLine(app, line, afterMs);
+      if (r && r.applied > 0) log.info("reconciled message statuses with the network", { line: line.row.name, network: line.row.network, ...r });
+    }
+  }, log);
+}
+
+/** Reads the lines again when another process changed one: a change reaches every process within 5 s. */
+function startLinesRefresh(app: App, log: Logger) {
+  return repeatEvery("lines refresh", LINES_REFRESH_MS, async () => {
+    if (await app.lines.refresh()) log.info("lines changed; drivers rebuilt", { lines: app.lines.all().map((l) => l.row.name) });
+  }, log);
 }
 
 /** A listener's answer to an error its handler let through. */
@@ -167,7 +191,8 @@ function startHttp(app: App, log: Logger) {
     },
     error: unhandled(log),
   });
-  log.always(`listening on http://${server.hostname}:${server.port}`, { network: app.network.name });
+  const line = app.lines.default();
+  log.always(`listening on http://${server.hostname}:${server.port}`, { network: line.row.network, lines: app.lines.all().length });
   return server;
 }
 
@@ -201,7 +226,7 @@ const operationsPort = mode === "worker" ? config.WORKER_PORT : undefined;
 // else may load without tracing.
 const servesHttp = mode !== "worker" || operationsPort !== undefined;
 const metricsModule = config.METRICS_TOKEN && servesHttp ? await import("./observability/metrics") : undefined;
-const app = createApp(config, storage, log, metricsModule?.createMetrics(storage));
+const app = await appOrExit();
 /** This process, as owner of leases. */
 const owner = `${process.pid}:${Bun.randomUUIDv7()}`;
 
@@ -210,6 +235,7 @@ let maintenance: ReturnType<typeof startMaintenance> | undefined;
 let catchUp: Repeating | undefined;
 let reconcile: Repeating | undefined;
 let typingSweep: Repeating | undefined;
+let linesRefresh: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
 let operationsServer: ReturnType<typeof startOperationsHttp> | undefined;
 let worker: Promise<Scheduler | undefined> | undefined;
@@ -245,6 +271,7 @@ async function shutdown(signal: "SIGTERM" | "SIGINT") {
   catchUp?.stop();
   reconcile?.stop();
   typingSweep?.stop();
+  linesRefresh?.stop();
   log.info("shutting down", { signal });
   const forced = setTimeout(() => {
     log.warn("in-flight work did not finish in time; exiting");
@@ -263,6 +290,7 @@ async function shutdown(signal: "SIGTERM" | "SIGINT") {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
+linesRefresh = startLinesRefresh(app, log);
 maintenance = startMaintenance(app, log, owner, (table, rows) => {
   metricsModule?.recordPurged(table, rows);
   log.debug("purged rows past retention", { table, rows });

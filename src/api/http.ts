@@ -3,7 +3,9 @@ import type { App } from "../app";
 import { errorText } from "../log";
 import { annotateSpan, withRequestSpan } from "../observability/trace";
 import { AppError, type ErrorCode } from "../errors";
-import { applyNetworkEvents } from "../messages/network-events";
+import type { Line } from "../lines/registry";
+import { applyNetworkEvents, lineRef } from "../messages/network-events";
+import { DEFAULT_LINE_ID } from "../vocabulary/lines";
 import { CODE_OF_STATUS, errorResponse, failureOf, methodNotAllowed, noRoute, type Failure } from "./errors";
 import { authenticate } from "./auth";
 import { createClientAddress } from "./client-address";
@@ -154,8 +156,11 @@ export interface HttpHandler {
  * console's sessions and pages in src/api/console.ts, and the routes without a key) →
  * every error through failureOf (src/api/errors.ts). Everything is built once here.
  */
+/** Where each line's network posts: PUBLIC_URL + this + the line's id. */
+const LINES_WEBHOOK_PREFIX = "/webhooks/lines/";
+
 export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler {
-  const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.network.name);
+  const router = createAppRouter(app.config.MAX_MESSAGE_LENGTH, app.config.NETWORK);
   const stopping = opts.stopping ?? (() => false);
   // A procedure's name is a bounded label; a batch of several, or a name the router lacks, is just /trpc.
   const procedures = new Set(Object.keys(router._def.procedures));
@@ -163,7 +168,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     const name = path.slice("/trpc/".length);
     return procedures.has(name) ? `/trpc/${name}` : "/trpc";
   };
-  const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.network.name));
+  const openApiJson = JSON.stringify(buildOpenApiDocument(router, app.config.NETWORK));
   const operations = restOperations(router);
   const origins = createOrigins(app.config);
   const consoleRoutes = createConsoleRoutes(app, origins, async (req) => parseJson(await readJsonText(req)));
@@ -193,14 +198,24 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
     throw new AppError(code, (await res.text()).slice(0, 200) || code);
   };
 
-  /** A network's own webhook (`/webhooks/twilio`, `/webhooks/twilio/status`, …): verified by its driver. */
-  const serveNetworkWebhook: Handler = async (req, url) => {
-    const driver = app.network;
-    const subpath = url.pathname.slice(`/webhooks/${driver.name}/`.length);
-    const { response, ...events } = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
-    const applied = await applyNetworkEvents(app.storage, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
-    app.log.info("webhook", { network: driver.name, ...applied });
-    return response;
+  /**
+   * A line's own webhook, verified by its driver with that line's credentials: `/webhooks/lines/<id>[/<subpath>]`,
+   * and the environment's line at `/webhooks/<network>[/<subpath>]` as before lines. What it reports is stored on that line.
+   */
+  const serveLineWebhook = (line: Line, prefix: string, req: Request, url: URL) => {
+    const subpath = url.pathname.slice(prefix.length + 1);
+    return (async () => {
+      const { response, ...events } = await line.driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
+      const applied = await applyNetworkEvents(app.storage, lineRef(line), events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
+      app.log.info("webhook", { line: line.row.name, network: line.row.network, ...applied });
+      return response;
+    })();
+  };
+  const serveLinesWebhook: Handler = (req, url) => {
+    const id = url.pathname.slice(LINES_WEBHOOK_PREFIX.length).split("/")[0]!;
+    const line = app.lines.all().find((l) => l.row.id === id);
+    if (!line?.driver.webhook) throw new AppError("NOT_FOUND", `no line ${id} takes webhooks`);
+    return serveLineWebhook(line, `${LINES_WEBHOOK_PREFIX}${id}`, req, url);
   };
 
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
@@ -227,9 +242,12 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
       label: `${SIGNED_MEDIA_PREFIX}{signed}`,
     }),
   ];
-  if (app.network.webhook && app.network.name !== "loopback") {
-    const prefix = `/webhooks/${app.network.name}`;
-    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: serveNetworkWebhook }, undefined, { label: prefix }));
+  routes.push(route(when((p) => p.startsWith(LINES_WEBHOOK_PREFIX)), { POST: serveLinesWebhook }, undefined, { label: `${LINES_WEBHOOK_PREFIX}{id}` }));
+  const envLine = app.lines.find(DEFAULT_LINE_ID);
+  if (envLine?.driver.webhook && envLine.row.network !== "loopback") {
+    const prefix = `/webhooks/${envLine.row.network}`;
+    // The environment's line as it is now (its driver is rebuilt when the environment changes at a restart only).
+    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: (req, url) => serveLineWebhook(app.lines.get(DEFAULT_LINE_ID), prefix, req, url) }, undefined, { label: prefix }));
   }
   // The REST routes (src/api/rest.ts), one row per path, in the router's order.
   const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"]; label: string }>();

@@ -54,8 +54,8 @@ export interface LineRepository {
   imessage(phone: string, maxAgeMs: number): Promise<boolean | undefined>;
   /** One statement (upsert): remembers the answer, now. */
   rememberImessage(phone: string, available: boolean): Promise<void>;
-  /** Moves a stored message to another line (a send rerouted through the fallback). */
-  moveMessage(messageId: string, lineId: string): Promise<void>;
+  /** Moves a stored message to another line and its network (a send rerouted through the fallback). */
+  moveMessage(messageId: string, lineId: string, network: string): Promise<void>;
   /** Moves the direct chat of a message to another line with it (nothing for a group's message). */
   moveDirectChat(messageId: string, lineId: string): Promise<void>;
 }
@@ -89,7 +89,7 @@ const setCredentials = sql("lines.setCredentials", `UPDATE lines SET credentials
 const imessage = sql<{ available: boolean | number }>("lines.imessage", `SELECT available FROM imessage_availability WHERE phone = $phone AND checked_at > {now_ms} - $maxAgeMs::bigint`);
 const rememberImessage = sql("lines.rememberImessage", `INSERT INTO imessage_availability (phone, available, checked_at) VALUES ($phone, $available::boolean, {now_ms})
    ON CONFLICT (phone) DO UPDATE SET available = excluded.available, checked_at = excluded.checked_at`);
-const moveMessage = sql("lines.moveMessage", `UPDATE messages SET line_id = $lineId WHERE id = $messageId`);
+const moveMessage = sql("lines.moveMessage", `UPDATE messages SET line_id = $lineId, network = $network WHERE id = $messageId`);
 const moveDirectChat = sql("lines.moveDirectChat", `UPDATE chats SET line_id = $lineId WHERE id = (SELECT 'dm_' || substr(phone, 2) FROM messages WHERE id = $messageId AND chat_id IS NULL)`);
 
 export const lines = declare<LineRepository>()({
@@ -106,6 +106,6 @@ export const lines = declare<LineRepository>()({
   setCredentials: run(setCredentials, (id, credentials) => ({ id, credentials })),
   imessage: get(imessage, (phone, maxAgeMs) => ({ phone, maxAgeMs }), (row) => (row === undefined ? undefined : Boolean(row.available))),
   rememberImessage: run(rememberImessage, (phone, available) => ({ phone, available })),
-  moveMessage: run(moveMessage, (messageId, lineId) => ({ messageId, lineId })),
+  moveMessage: run(moveMessage, (messageId, lineId, network) => ({ messageId, lineId, network })),
   moveDirectChat: run(moveDirectChat, (messageId, lineId) => ({ messageId, lineId })),
 });

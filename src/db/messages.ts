@@ -134,12 +134,12 @@ export interface MessageRepository {
   chatHistory(chatId: string, limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
   /** One statement: the group chat's inbound messages not read yet are read now. How many. */
   readChatInbound(chatId: string): Promise<number>;
-  /** Outbound messages of `network` not final, stored within `windowMs` and unchanged for `afterMs`, least recently checked first. */
-  pendingOutbound(network: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
+  /** Outbound messages of the line `lineId` not final, stored within `windowMs` and unchanged for `afterMs`, least recently checked first. */
+  pendingOutbound(lineId: string, afterMs: number, windowMs: number, limit: number): Promise<PendingMessage[]>;
   /** Sets `updatedAt` of these messages (still not final) to now, so the next pass asks about others first. */
   markChecked(ids: string[]): Promise<void>;
-  /** One statement: fails outbound messages `queued` for longer than `olderThanMs` with `error`, except `exceptNetwork`'s; returns the network of each one failed. */
-  failStaleQueued(olderThanMs: number, error: string, exceptNetwork?: string): Promise<string[]>;
+  /** One statement: fails outbound messages `queued` for longer than `olderThanMs` with `error`, except those of the lines `exceptLines` (which reconcile); returns the network of each one failed. */
+  failStaleQueued(olderThanMs: number, error: string, exceptLines: readonly string[]): Promise<string[]>;
   /** The media of these messages, each message's by position; one without media has no entry. One query. */
   mediaOf(messageIds: readonly string[]): Promise<Map<string, MediaRow[]>>;
   media(id: string): Promise<MediaRow | undefined>;
@@ -281,13 +281,13 @@ const pendingOutbound = sql<PendingMessage>(
   // createdAt: milliseconds, as networks count time.
   `SELECT m.id, m.phone, m.body AS text, m.network_id AS "networkId", m.status, m.timestamp / 1000 AS "createdAt", c.network_id AS "chatNetworkId"
    FROM messages m LEFT JOIN chats c ON c.id = m.chat_id
-   WHERE m.timestamp > {now_us} - $windowMs::bigint * 1000 AND m.direction = 'outbound' AND m.network = $network AND m.status IN ('queued', 'sent')
+   WHERE m.timestamp > {now_us} - $windowMs::bigint * 1000 AND m.direction = 'outbound' AND m.line_id = $lineId AND m.status IN ('queued', 'sent')
      AND m.updated_at < {now_us} - $afterMs::bigint * 1000
    ORDER BY m.updated_at ASC LIMIT $limit`,
 );
 const markChecked = sql("messages.markChecked", `UPDATE messages SET updated_at = {now_us} WHERE id = ANY($ids::text[]) AND status IN ('queued', 'sent')`);
 const failStale = sql<{ network: string }>("messages.failStaleQueued", `UPDATE messages SET status = 'failed', error = $error, updated_at = {now_us}
-   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND ($except::text IS NULL OR network <> $except) RETURNING network`);
+   WHERE status = 'queued' AND updated_at < {now_us} - $olderThanMs::bigint * 1000 AND line_id <> ALL($except::text[]) RETURNING network`);
 const insertReport = sql("messages.insertReport", `INSERT INTO status_reports (id, message_id, network, network_status, status, reported_at, received_at, applied, error)
    VALUES ($id, $messageId, $network, $networkStatus, $status, $reportedAt, {now_ms}, $applied::boolean, $error)`);
 const mediaOf = sql<MediaRow>("messages.mediaOf", `SELECT ${MEDIA} FROM media WHERE message_id = ANY($ids::text[]) ORDER BY message_id, position`);
@@ -340,8 +340,8 @@ export const messages = declare<MessageRepository>()({
     total: Number(rows[0]?.total ?? 0),
   })),
   readChatInbound: run(readChatInbound, (chatId) => ({ chatId }), count),
-  pendingOutbound: all(pendingOutbound, (network, afterMs, windowMs, limit) => ({ network, afterMs, windowMs, limit })),
-  failStaleQueued: all(failStale, (olderThanMs, error, exceptNetwork) => ({ olderThanMs, error, except: exceptNetwork ?? null }), (rows) => rows.map((r) => r.network)),
+  pendingOutbound: all(pendingOutbound, (lineId, afterMs, windowMs, limit) => ({ lineId, afterMs, windowMs, limit })),
+  failStaleQueued: all(failStale, (olderThanMs, error, exceptLines) => ({ olderThanMs, error, except: exceptLines }), (rows) => rows.map((r) => r.network)),
   media: get(mediaById, (id) => ({ id })),
   cancelScheduled: get(cancel, (id) => ({ id })),
   recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),

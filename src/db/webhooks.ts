@@ -1,4 +1,4 @@
-import type { EventType } from "../vocabulary/events";
+import { isDataEvent, type DataEventType, type EventType } from "../vocabulary/events";
 import type { MessageStatus } from "../vocabulary/message-status";
 import type { DeliveryState, EndpointDisabledReason } from "../vocabulary/webhooks";
 import { queueSize, type QueueSize, type RecordRow } from "./messages";
@@ -6,7 +6,7 @@ import { all, changed, choose, count, declare, get, page, run, sql } from "./sql
 import type { WorkflowRunRow } from "./workflows";
 
 /** The events about a message; `contact.typing` is about a contact, `workflow.run_failed` about a run. */
-export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing" | "chat.updated">;
+export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing" | DataEventType>;
 
 /**
  * An event as stored, written in the transaction of the change it reports: by the
@@ -35,9 +35,9 @@ export type EventRow =
     }
   | {
       id: string;
-      type: "chat.updated";
+      type: DataEventType;
       timestamp: number;
-      /** The chat record as the change left it. */
+      /** The chat or line record as the change left it. */
       data: Record<string, unknown>;
     }
   | {
@@ -132,6 +132,8 @@ export interface WebhookRepository {
   deleteEndpoint(id: string): Promise<boolean>;
   /** New secret; the current one becomes `previousSecret` until `keepPreviousMs` from now. */
   rotateSecret(id: string, secret: string, keepPreviousMs: number): Promise<WebhookEndpointRow | undefined>;
+  /** One statement: replaces an endpoint's stored secrets (sealing, rotation of the key) unless its secret changed since `was`. False then. */
+  setSecrets(id: string, was: string, secret: string, previousSecret: string | null): Promise<boolean>;
   /** Events with `timestamp > since`, oldest first, at most `limit`, of `type` when given; `hasMore` when more follow. */
   events(since: number, limit: number, type?: EventType): Promise<{ rows: EventRow[]; hasMore: boolean }>;
   /** An endpoint's deliveries, newest first (by creation), of `state` when given. */
@@ -215,7 +217,7 @@ function toEventRow(row: Stored): EventRow {
     return { ...event, run: { ...run, dryRun: Boolean(run.dryRun) } } as EventRow;
   }
   const data = typeof row.data === "string" ? JSON.parse(row.data) : null;
-  if (row.eventType === "contact.typing" || row.eventType === "chat.updated") return { ...event, data } as EventRow;
+  if (row.eventType === "contact.typing" || isDataEvent(String(row.eventType))) return { ...event, data } as EventRow;
   const message = fields(row, "message");
   return { ...event, message: { ...message, mediaCount: message.mediaCount ?? 0, reactionCount: message.reactionCount ?? 0 }, previousStatus: row.previousStatus, data } as EventRow;
 }
@@ -263,6 +265,7 @@ const rotateSecret = sql(
   `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = {now_ms} + $keepMs, secret = $secret, updated_at = {now_ms}
    WHERE id = $id RETURNING ${ENDPOINT}`,
 );
+const setSecrets = sql("webhooks.setSecrets", `UPDATE webhook_endpoints SET secret = $secret, previous_secret = $previousSecret WHERE id = $id AND secret = $was`);
 const events = sql("webhooks.events", `SELECT ${EVENT_COLUMNS} FROM events ev ${EVENT_JOINS} WHERE ev.timestamp > $since ORDER BY ev.timestamp LIMIT $limit`);
 const eventsOfType = sql(
   "webhooks.eventsOfType",
@@ -319,6 +322,7 @@ export const webhooks = declare<WebhookRepository>()({
   ),
   deleteEndpoint: run(deleteEndpoint, (id) => ({ id }), (n) => n > 0),
   rotateSecret: get(rotateSecret, (id, secret, keepMs) => ({ id, secret, keepMs }), endpoint),
+  setSecrets: run(setSecrets, (id, was, secret, previousSecret) => ({ id, was, secret, previousSecret }), changed),
   events: all(
     choose([events, eventsOfType], (_since: number, _limit: number, type?: EventType) => (type ? eventsOfType : events)),
     (since: number, limit: number, type?: EventType) => ({ since, limit: limit + 1, type }),

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { chatState } from "../messages/chat-schemas";
 import { isoInstant, messageRecord, reactionRecord, wholeNumber } from "../messages/schemas";
+import { lineRecord } from "../lines/schemas";
 import { EVENT_TYPES } from "../vocabulary/events";
+import { REROUTE_REASONS } from "../vocabulary/lines";
 import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
 
 export const eventType = z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` });
@@ -78,6 +80,20 @@ export const eventRecord = z
     z
       .object({ ...eventFields, type: z.literal("chat.updated"), data: chatState })
       .meta({ id: "ChatUpdatedEvent", description: "A group chat was renamed or its participants changed, through the API or by someone on the network: the chat as the change left it." }),
+    z
+      .object({
+        ...eventFields,
+        type: z.literal("message.rerouted"),
+        data: messageRecord.extend({
+          from_line: z.string().meta({ description: "The line routing chose, which could not reach the contact." }),
+          to_line: z.string().meta({ description: "Its fallback, which the message went through (the record's `line_id`)." }),
+          reason: z.enum(REROUTE_REASONS).meta({ description: "`not_on_imessage`: the phone has no iMessage; `unreachable`: the line's server refused the connection." }),
+        }),
+      })
+      .meta({ id: "MessageReroutedEvent", description: "A send went through its line's fallback, once (docs/lines.md)." }),
+    ...(["line.created", "line.updated", "line.deleted"] as const).map((type) =>
+      z.object({ ...eventFields, type: z.literal(type), data: lineRecord }).meta({ id: `Line${type.slice(5, 6).toUpperCase()}${type.slice(6)}Event`, description: `A line was ${type.slice(5)} (its record as the change left it; credentials are never in it).` }),
+    ),
   ])
   .meta({ id: "Event" });
 

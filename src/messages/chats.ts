@@ -1,5 +1,7 @@
 import type { ChatRow, ChatView, Repositories, Storage } from "../db/port";
 import { AppError } from "../errors";
+import type { Line, LineRegistry } from "../lines/registry";
+import type { LineRef } from "../vocabulary/lines";
 import type { GroupInfo, NetworkDriver } from "../network/driver";
 import { directChatPhone, type ChatKind } from "../vocabulary/chats";
 import type { ChatRecord, ChatState } from "./chat-schemas";
@@ -55,9 +57,9 @@ export async function listChatMessages(storage: Pick<Repositories, "chats" | "me
   return pageAnswer(await toRecords(storage.messages, rows), total, limit, input.offset);
 }
 
-/** A group chat on this network, or 422 when the network has no groups (`field` names the request's field). */
-export function requireGroups(network: NetworkDriver, field: string): void {
-  if (!network.capabilities.groups) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot do group chats`);
+/** A group chat on this line, or 422 when its network has no groups (`field` names the request's field). */
+export function requireGroups(line: Line, field: string): void {
+  if (!line.driver.capabilities.groups) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${line.driver.name} network cannot do group chats (line ${line.row.name})`);
 }
 
 /** Where a send goes: a contact (`group` absent) or a group chat (`phone` ''). */
@@ -68,11 +70,12 @@ export type SendTarget = { phone: string; group?: undefined } | { phone: ""; gro
  * send to a phone is); a group needs a network with groups, the group's own network (422), and
  * the chat on it (409 when its creation never reached the network).
  */
-export async function chatTarget(deps: { storage: Pick<Repositories, "chats">; network: NetworkDriver }, chatId: string): Promise<SendTarget> {
+export async function chatTarget(deps: { storage: Pick<Repositories, "chats">; lines: LineRegistry }, chatId: string): Promise<SendTarget> {
   const chat = await chatById(deps.storage, chatId, "chat_id");
   if (chat.kind === "direct") return { phone: directChatPhone(chat.id)! };
-  requireGroups(deps.network, "chat_id");
-  if (chat.network !== deps.network.name) throw new AppError("UNPROCESSABLE_CONTENT", `chat_id: the chat is on the ${chat.network} network, not ${deps.network.name}`);
+  const line = deps.lines.find(chat.lineId);
+  if (!line) throw new AppError("CONFLICT", `chat_id: the chat's line ${chat.lineId} was deleted`);
+  requireGroups(line, "chat_id");
   if (chat.networkId === null) throw new AppError("CONFLICT", `chat_id: chat ${chat.id} is not on the network (its creation failed)`);
   return { phone: "", group: chat };
 }
@@ -91,10 +94,11 @@ export const newGroupId = () => `grp_${Bun.randomUUIDv7().replaceAll("-", "")}`;
  * The group chat a network's message is in: the stored one, or made now from what the network
  * said of it (two deliveries racing both end with the one the unique network id kept).
  */
-export async function groupChat(storage: Pick<Repositories, "chats">, network: string, info: GroupInfo): Promise<ChatRow> {
+export async function groupChat(storage: Pick<Repositories, "chats">, on: LineRef, info: GroupInfo): Promise<ChatRow> {
+  const { network } = on;
   const known = await storage.chats.byNetworkId(network, info.networkId);
   if (known) return known;
-  const made = await storage.chats.create({ id: newGroupId(), kind: "group", name: info.name, participants: unique(info.participants), network, networkId: info.networkId });
+  const made = await storage.chats.create({ id: newGroupId(), kind: "group", name: info.name, participants: unique(info.participants), network, networkId: info.networkId, lineId: on.id });
   return made ?? (await storage.chats.byNetworkId(network, info.networkId))!;
 }
 
@@ -124,8 +128,8 @@ export async function updateGroup(
 }
 
 /** A network reported a group as it is now (renamed, participants added, removed or left): stored, made on first sight. Whether it changed. */
-export async function applyGroupReport(storage: Storage, network: string, info: GroupInfo): Promise<boolean> {
-  const chat = await groupChat(storage, network, info);
+export async function applyGroupReport(storage: Storage, on: LineRef, info: GroupInfo): Promise<boolean> {
+  const chat = await groupChat(storage, on, info);
   return (await updateGroup(storage, chat.id, () => ({ name: info.name, participants: info.participants }))).changed;
 }
 

@@ -1,7 +1,8 @@
+import type { LineRegistry } from "../lines/registry";
 import type { MessageRow, Storage } from "../db/port";
 import { AppError } from "../errors";
 import type { Logger } from "../log";
-import type { EditEvent, NetworkDriver } from "../network/driver";
+import type { EditEvent } from "../network/driver";
 import { currentRecord, messageById, networkAction, targetOf } from "./network-actions";
 import type { MessageRecord } from "./schemas";
 import { cleanInboundText } from "./text";
@@ -11,7 +12,7 @@ export const EDIT_WINDOW_MS = 15 * 60_000;
 export const MAX_EDITS = 5;
 export const UNSEND_WINDOW_MS = 2 * 60_000;
 
-type Deps = { storage: Storage; network: NetworkDriver };
+type Deps = { storage: Storage; lines: LineRegistry };
 
 /** Replaces a message's text (at `at`, once) with event `message.edited` carrying the text before, in one transaction. */
 function storeEdit(storage: Storage, id: string, text: string, at: number): Promise<boolean> {
@@ -49,8 +50,8 @@ function ours(row: MessageRow, verb: "edited" | "unsent", windowMs: number, now:
  * not ours, not sent, unsent, sent more than 15 minutes ago or edited 5 times.
  */
 export async function editOurMessage(deps: Deps, id: string, text: string): Promise<MessageRecord> {
-  const edit = networkAction(deps.network, "edit");
   const row = await messageById(deps.storage, id);
+  const edit = networkAction(deps.lines.get(row.lineId), "edit");
   const target = ours(row, "edited", EDIT_WINDOW_MS, Date.now());
   await edit(target, text);
   // Each edit later than the last, as edits apply once per time.
@@ -60,8 +61,9 @@ export async function editOurMessage(deps: Deps, id: string, text: string): Prom
 
 /** Unsends one of our messages on the network, then in its record (`unsent_at`, event `message.unsent`); refusals as editOurMessage's, within 2 minutes. */
 export async function unsendOurMessage(deps: Deps, id: string): Promise<MessageRecord> {
-  const unsend = networkAction(deps.network, "unsend");
-  const target = ours(await messageById(deps.storage, id), "unsent", UNSEND_WINDOW_MS, Date.now());
+  const row = await messageById(deps.storage, id);
+  const unsend = networkAction(deps.lines.get(row.lineId), "unsend");
+  const target = ours(row, "unsent", UNSEND_WINDOW_MS, Date.now());
   await unsend(target);
   await storeUnsend(deps.storage, id, Date.now());
   return currentRecord(deps.storage, id);

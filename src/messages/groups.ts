@@ -2,7 +2,7 @@ import { writeOrRetry } from "../background";
 import type { ChatRow, Storage } from "../db/port";
 import { AppError } from "../errors";
 import { errorText } from "../log";
-import type { NetworkDriver } from "../network/driver";
+import type { Line, LineRegistry } from "../lines/registry";
 import { chatById, chatRecordById, groupById, newGroupId, requireGroups, updateGroup } from "./chats";
 import type { ChatRecord } from "./chat-schemas";
 import { canDo, networkAction } from "./network-actions";
@@ -11,6 +11,31 @@ import type { MessageRecord } from "./schemas";
 import { sendTo, type MessagingDeps } from "./service";
 import { setOurGroupTyping, setOurTyping } from "./typing";
 import { directChatPhone } from "../vocabulary/chats";
+
+type Deps = { storage: Storage; lines: LineRegistry };
+
+/** The line a group lives on (409 when it was deleted). */
+function lineOfChat(deps: Deps, chat: ChatRow): Line {
+  const line = deps.lines.find(chat.lineId);
+  if (!line) throw new AppError("CONFLICT", `chat ${chat.id} is on a deleted line (${chat.lineId})`);
+  return line;
+}
+
+/**
+ * The line a new group is made on: `line` when named (400 unknown, 409 disabled), else the
+ * default line when its network has groups, else the first enabled line whose network has.
+ */
+function groupLine(lines: LineRegistry, ref: string | undefined): Line {
+  if (ref !== undefined) {
+    const named = lines.find(ref);
+    if (!named) throw new AppError("BAD_REQUEST", `line: no line ${JSON.stringify(ref)} (GET /api/lines lists them)`);
+    if (!named.row.enabled) throw new AppError("CONFLICT", `line: the line ${named.row.name} is disabled`);
+    return named;
+  }
+  const fallbackDefault = lines.default();
+  if (fallbackDefault.driver.capabilities.groups) return fallbackDefault;
+  return lines.all().find((l) => l.row.enabled && l.driver.capabilities.groups) ?? fallbackDefault;
+}
 
 /** The group's id on the network: one whose creation never reached the network cannot be changed there (409). */
 function onNetwork(chat: ChatRow): string {
@@ -27,18 +52,20 @@ function onNetwork(chat: ChatRow): string {
  */
 export async function createGroup(
   deps: MessagingDeps,
-  input: { participants: string[]; name?: string | undefined; message: string },
+  input: { participants: string[]; name?: string | undefined; message: string; line?: string | undefined },
 ): Promise<{ success: true; chat: ChatRecord; message: MessageRecord }> {
-  requireGroups(deps.network, "participants");
-  const create = networkAction(deps.network, "createGroup");
+  const line = groupLine(deps.lines, input.line);
+  requireGroups(line, "participants");
+  const create = networkAction(line, "createGroup");
   const { storage } = deps;
   const chat = (await storage.chats.create({
     id: newGroupId(),
     kind: "group",
     name: null,
     participants: input.participants,
-    network: deps.network.name,
+    network: line.row.network,
     networkId: null,
+    lineId: line.row.id,
   }))!;
   const message = await sendTo(deps, { phone: "", group: chat }, { message: input.message }, undefined, async (m) => {
     const made = await create({ id: m.id, participants: input.participants, text: m.text });
@@ -52,10 +79,11 @@ export async function createGroup(
 }
 
 /** PATCH /api/chats/{id}: renames the group on the network, then here (event `chat.updated`). */
-export async function renameGroup(deps: { storage: Storage; network: NetworkDriver }, id: string, name: string): Promise<ChatRecord> {
+export async function renameGroup(deps: Deps, id: string, name: string): Promise<ChatRecord> {
   const chat = await groupById(deps.storage, id);
-  requireGroups(deps.network, "name");
-  if (chat.name !== name) await networkAction(deps.network, "renameGroup")(onNetwork(chat), name);
+  const line = lineOfChat(deps, chat);
+  requireGroups(line, "name");
+  if (chat.name !== name) await networkAction(line, "renameGroup")(onNetwork(chat), name);
   await updateGroup(deps.storage, id, (now) => ({ name, participants: now.participants }));
   return chatRecordById(deps.storage, id);
 }
@@ -65,13 +93,14 @@ export async function renameGroup(deps: { storage: Storage; network: NetworkDriv
  * on the network, then here (event `chat.updated`). Adding a participant already in it
  * changes nothing; removing one not in it is 404.
  */
-export async function setGroupParticipant(deps: { storage: Storage; network: NetworkDriver }, id: string, phone: string, add: boolean): Promise<ChatRecord> {
+export async function setGroupParticipant(deps: Deps, id: string, phone: string, add: boolean): Promise<ChatRecord> {
   const chat = await groupById(deps.storage, id);
-  requireGroups(deps.network, "phone");
+  const line = lineOfChat(deps, chat);
+  requireGroups(line, "phone");
   const member = chat.participants.includes(phone);
   if (!add && !member) throw new AppError("NOT_FOUND", `phone: ${phone} is not a participant of chat ${id}`);
   if (add !== member) {
-    await networkAction(deps.network, "setParticipant")(onNetwork(chat), phone, add);
+    await networkAction(line, "setParticipant")(onNetwork(chat), phone, add);
     await updateGroup(deps.storage, id, (now) => ({
       name: now.name,
       participants: add ? [...now.participants, phone] : now.participants.filter((p) => p !== phone),
@@ -81,20 +110,21 @@ export async function setGroupParticipant(deps: { storage: Storage; network: Net
 }
 
 /** POST|DELETE /api/chats/{id}/typing: a direct chat's is the contact's typing; a group's is kept on the chat and lapses as a contact's does (src/messages/typing.ts). */
-export async function setChatTyping(deps: { storage: Storage; network: NetworkDriver }, id: string, on: boolean): Promise<{ typing: boolean }> {
+export async function setChatTyping(deps: Deps, id: string, on: boolean): Promise<{ typing: boolean }> {
   const chat = await chatById(deps.storage, id);
   const phone = directChatPhone(chat.id);
   if (chat.kind === "direct" && phone) return setOurTyping(deps, phone, on);
-  return setOurGroupTyping(deps, chat.id, () => onNetwork(chat), on);
+  return setOurGroupTyping(deps, chat, () => onNetwork(chat), on);
 }
 
 /** POST /api/chats/{id}/read: every inbound message of the chat is read; the network told first where it has read receipts. The chat as it is then (`unread` 0). */
-export async function markChatRead(deps: { storage: Storage; network: NetworkDriver }, id: string): Promise<ChatRecord> {
+export async function markChatRead(deps: Deps, id: string): Promise<ChatRecord> {
   const chat = await chatById(deps.storage, id);
   const phone = directChatPhone(chat.id);
   if (chat.kind === "direct" && phone) await markConversationRead(deps, phone);
   else {
-    if (canDo(deps.network, "markRead")) await networkAction(deps.network, "markRead")("", onNetwork(chat));
+    const line = lineOfChat(deps, chat);
+    if (canDo(line.driver, "markRead")) await networkAction(line, "markRead")("", onNetwork(chat));
     await deps.storage.messages.readChatInbound(chat.id);
   }
   return chatRecordById(deps.storage, chat.id);

@@ -2,7 +2,9 @@ import { z } from "zod";
 import type { MessageRow, Repositories } from "../db/port";
 import { AppError } from "../errors";
 import { errorText } from "../log";
+import type { Line, LineRegistry } from "../lines/registry";
 import type { MessageTarget, NetworkDriver } from "../network/driver";
+import { directChatId } from "../vocabulary/chats";
 import { CAPABILITIES, type Capability } from "../vocabulary/network";
 import { toRecords } from "./records";
 import type { MessageRecord } from "./schemas";
@@ -25,25 +27,33 @@ const ACTIONS: Record<Action, { capability: Capability; field: string; cannot: s
 export const canDo = (network: NetworkDriver, action: Action) => network.capabilities[ACTIONS[action].capability] && network[action] !== undefined;
 
 /**
- * The network's `action`, checked before anything changes: 422 UNPROCESSABLE_CONTENT naming
- * the field and the network when it cannot. A failure of the call keeps an AppError's code
- * (422 when the network cannot now) and is BAD_GATEWAY naming the network otherwise.
+ * The `action` of the line's network, checked before anything changes: 422
+ * UNPROCESSABLE_CONTENT naming the field, the network and the line when it cannot. A failure
+ * of the call keeps an AppError's code (422 when the network cannot now) and is BAD_GATEWAY
+ * naming the network otherwise.
  */
 export function networkAction<A extends Action>(
-  network: NetworkDriver,
+  line: Line,
   action: A,
 ): (...args: Parameters<NonNullable<NetworkDriver[A]>>) => Promise<Awaited<ReturnType<NonNullable<NetworkDriver[A]>>>> {
   const { field, cannot } = ACTIONS[action];
-  if (!canDo(network, action)) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot ${cannot}`);
+  const network = line.driver;
+  if (!canDo(network, action)) throw new AppError("UNPROCESSABLE_CONTENT", `${field}: the ${network.name} network cannot ${cannot} (line ${line.row.name})`);
   const method = network[action] as (...args: unknown[]) => Promise<never>;
   return async (...args) => {
     try {
       return await method.apply(network, args);
     } catch (err) {
       if (err instanceof AppError) throw err;
-      throw new AppError("BAD_GATEWAY", `${field}: the ${network.name} network failed: ${errorText(err)}`);
+      throw new AppError("BAD_GATEWAY", `${field}: the ${network.name} network failed (line ${line.row.name}): ${errorText(err)}`);
     }
   };
+}
+
+/** The line of the conversation with `phone`: its direct chat's (its last message's), else the default line. */
+export async function contactLine(deps: { storage: Pick<Repositories, "chats">; lines: LineRegistry }, phone: string): Promise<Line> {
+  const chat = await deps.storage.chats.get(directChatId(phone));
+  return (chat && deps.lines.find(chat.lineId)) ?? deps.lines.default();
 }
 
 /** The message `id` names, or 404. */
@@ -75,7 +85,7 @@ export const networkOutput = z.object({
   success: z.boolean(),
   network: z
     .object({
-      name: z.string().meta({ description: "NETWORK: loopback, twilio or bluebubbles.", example: "bluebubbles" }),
+      name: z.string().meta({ description: "The default line's network: loopback, twilio, bluebubbles or android (GET /api/lines lists every line).", example: "bluebubbles" }),
       capabilities: z
         .object(Object.fromEntries(CAPABILITIES.map((c) => [c, z.boolean()])) as Record<Capability, z.ZodBoolean>)
         .meta({ description: "What the network can do: reactions (tapbacks), typing indicators, read receipts, edits and unsends of our messages, group chats, media, threaded replies." }),
@@ -83,5 +93,5 @@ export const networkOutput = z.object({
     .meta({ id: "Network" }),
 });
 
-/** The network as GET /api/network shows it. */
-export const networkInfo = (network: NetworkDriver) => ({ name: network.name, capabilities: { ...network.capabilities } });
+/** The default line's network as GET /api/network shows it. */
+export const networkInfo = (line: Line) => ({ name: line.driver.name, capabilities: { ...line.driver.capabilities } });

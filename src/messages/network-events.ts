@@ -2,8 +2,11 @@ import type { MessageRepository, MessageRow, Storage } from "../db/port";
 import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { discardMedia, fetchInboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
-import { webhookEvents, type DriverState, type GroupInfo, type InboundMedia, type NetworkDriver, type WebhookEvents } from "../network/driver";
+import { stateKeyOf } from "../lines/drivers";
+import type { Line, LineRegistry } from "../lines/registry";
+import { webhookEvents, type GroupInfo, type InboundMedia, type WebhookEvents } from "../network/driver";
 import type { Recorder } from "../observability/recorder";
+import type { LineRef } from "../vocabulary/lines";
 import type { OptOutType } from "../vocabulary/messages";
 import { applyGroupReport, chatRecordById, groupChat } from "./chats";
 import { applyInboundEdit } from "./edits";
@@ -40,20 +43,21 @@ export interface AppliedEvents {
  */
 async function storeInbound(
   storage: Storage,
-  network: string,
+  on: LineRef,
   input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly InboundMedia[]; chatId?: string },
   log: Logger,
   media: MediaDeps | undefined,
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
   const { media: wanted = [], ...message } = input;
+  const { network } = on;
   let kept: KeptMedia[] = [];
   if (wanted.length > 0) {
     const stored = message.networkId ? await storage.messages.byNetworkId(network, "inbound", message.networkId) : undefined;
-    if (stored) return recordInbound(storage, network, message);
+    if (stored) return recordInbound(storage, on, message);
     if (media) kept = await fetchInboundMedia(media, wanted, log, { network, networkId: message.networkId });
     else log.warn("inbound media not downloaded: no media store", { network, networkId: message.networkId });
   }
-  const result = await recordInbound(storage, network, { ...message, media: kept });
+  const result = await recordInbound(storage, on, { ...message, media: kept });
   // Stored meanwhile by another request: its files are the ones kept.
   if (result.duplicate && media) await discardMedia(media, kept, log);
   return result;
@@ -67,19 +71,20 @@ async function storeInbound(
  * are (applyNetworkEvents), answered with the message it touched or the typing state.
  */
 export async function receiveLoopback(
-  deps: { storage: Storage; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
+  deps: { storage: Storage; lines: LineRegistry; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
   input: LoopbackInput,
 ) {
   const { storage } = deps;
   const { phone } = input;
-  if (input.message !== undefined || input.media !== undefined) return receiveLoopbackMessage(deps, { ...input, message: input.message ?? "" });
+  const on = lineRef(loopbackLine(deps.lines, input.line));
+  if (input.message !== undefined || input.media !== undefined) return receiveLoopbackMessage(deps, on, { ...input, message: input.message ?? "" });
   if (input.chat) {
     const info = loopbackGroup(input.chat, phone);
-    await applyGroupReport(storage, "loopback", info);
+    await applyGroupReport(storage, on, info);
     return { success: true, chat: await chatRecordById(storage, (await storage.chats.byNetworkId("loopback", info.networkId))!.id) };
   }
   const apply = (events: Partial<WebhookEvents>) =>
-    applyNetworkEvents(storage, "loopback", { ...webhookEvents([], []), ...events }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
+    applyNetworkEvents(storage, on, { ...webhookEvents([], []), ...events }, deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH });
   if (input.typing !== undefined) {
     await apply({ typing: [{ phone, typing: input.typing }] });
     return { success: true, typing: input.typing };
@@ -104,6 +109,19 @@ export async function receiveLoopback(
   return { success: true, message: await currentRecord(storage, touched.id) };
 }
 
+/**
+ * The loopback line a forged message comes in on: `line` when named (it must be a loopback
+ * line), else the default line when it is one, else the first loopback line; 422 when there is none.
+ */
+function loopbackLine(lines: LineRegistry, ref: string | undefined): Line {
+  const found = ref !== undefined ? lines.find(ref) : lines.default().row.network === "loopback" ? lines.default() : lines.all().find((l) => l.row.network === "loopback");
+  if (ref !== undefined && !found) throw new AppError("BAD_REQUEST", `line: no line ${JSON.stringify(ref)} (GET /api/lines lists them)`);
+  if (!found || found.row.network !== "loopback") {
+    throw new AppError("UNPROCESSABLE_CONTENT", `line: ${found ? `the line ${found.row.name} is not` : "there is no"} loopback line: only a loopback line takes forged inbound messages (add one: POST /api/lines)`);
+  }
+  return found;
+}
+
 /** The contact's message the loopback network knows by `networkId`, else 400 naming `field`. */
 async function contactMessage(storage: Storage, phone: string, networkId: string, field: string): Promise<MessageRow> {
   const row = await storage.messages.byNetworkId("loopback", "inbound", networkId);
@@ -121,16 +139,17 @@ const loopbackGroup = (chat: { id: string; name?: string | null | undefined; par
 /** A message forged on the loopback webhook (`chat`: in that group, from `phone`). */
 async function receiveLoopbackMessage(
   deps: { storage: Storage; log: Logger; media?: MediaDeps; metrics?: MessageMetrics },
+  on: LineRef,
   input: { phone: string; message: string; id?: string; media?: readonly { url: string }[]; reply_to?: string; chat?: LoopbackInput["chat"] },
 ) {
-  const group = input.chat ? await groupChat(deps.storage, "loopback", loopbackGroup(input.chat, input.phone)) : undefined;
+  const group = input.chat ? await groupChat(deps.storage, on, loopbackGroup(input.chat, input.phone)) : undefined;
   const reacted = input.message && !input.media && !group ? await applyReactionText(deps.storage, input.phone, input.message) : undefined;
   if (reacted) return inboundAnswer((await toRecords(deps.storage.messages, [reacted]))[0]!);
   const conversation = group ? { phone: "" as const, group: { ...group, networkId: group.networkId! } } : input.phone;
   const replyTo = input.reply_to === undefined ? undefined : (await conversationMessage(deps.storage.messages, conversation, input.reply_to, "reply_to")).id;
   const { record, duplicate } = await storeInbound(
     deps.storage,
-    "loopback",
+    on,
     {
       phone: input.phone,
       message: input.message,
@@ -157,12 +176,13 @@ async function receiveLoopbackMessage(
  */
 export async function applyNetworkEvents(
   storage: Storage,
-  network: string,
+  on: LineRef,
   events: WebhookEvents,
   log: Logger,
   opts: { maxMessageLength: number; media?: MediaDeps; metrics?: MessageMetrics },
 ): Promise<AppliedEvents> {
   const { messages } = storage;
+  const { network } = on;
   const result: AppliedEvents = { stored: 0, duplicates: 0, applied: 0, ignored: 0, changed: 0 };
   for (const m of events.inbound) {
     if (!isE164(m.phone)) {
@@ -181,11 +201,11 @@ export async function applyNetworkEvents(
       result.changed++;
       continue;
     }
-    const group = m.chat ? await groupChat(storage, network, m.chat) : undefined;
+    const group = m.chat ? await groupChat(storage, on, m.chat) : undefined;
     const replyTo = m.replyToNetworkId ? await repliedByNetworkId(storage.messages, network, m.phone, m.replyToNetworkId, group?.id) : undefined;
     const { duplicate } = await storeInbound(
       storage,
-      network,
+      on,
       {
         phone: m.phone,
         message: text ?? "",
@@ -230,7 +250,7 @@ export async function applyNetworkEvents(
     } else result.ignored++;
   }
   const changes = [
-    ...(events.chats ?? []).map((c) => () => applyGroupReport(storage, network, c)),
+    ...(events.chats ?? []).map((c) => () => applyGroupReport(storage, on, c)),
     ...events.reactions.map((r) => () => applyInboundReaction(storage, network, r, log)),
     ...events.reads.map((r) => () => applyReadReceipt(storage, network, r, log)),
     ...events.edits.map((e) => () => applyInboundEdit(storage, network, e, log, opts.maxMessageLength)),
@@ -251,33 +271,24 @@ async function repliedByNetworkId(messages: MessageRepository, network: string, 
   return (chatId ? replied.chatId === chatId : replied.chatId === null && replied.phone === phone) ? replied.id : undefined;
 }
 
-/** A network driver's own small state (e.g. BlueBubbles chat guids), kept in the database. */
-export function networkStateStore(storage: Storage, network: string): DriverState {
-  return {
-    get: (key) => storage.networkState.get(network, key),
-    set: (key, value) => storage.networkState.set(network, key, value),
-  };
+/** The catch-up cursor of a line, kept with its driver's state (src/lines/drivers.ts stateKeyOf). */
+function lineCursor(storage: Storage, line: Line) {
+  const key = stateKeyOf(line.row);
+  return { get: () => storage.networkState.get(key, "catch-up"), set: (value: string) => storage.networkState.set(key, "catch-up", value) };
 }
 
-/** The catch-up cursor of a network, kept in the database. */
-export function networkCursor(storage: Storage, network: string) {
-  const state = networkStateStore(storage, network);
-  return { get: () => state.get("catch-up"), set: (value: string) => state.set("catch-up", value) };
-}
+/** The line as its stored messages name it. */
+export const lineRef = (line: Line): LineRef => ({ id: line.row.id, network: line.row.network });
 
-/** Stores what the network's webhooks missed (for networks that do not retry them). */
-export async function catchUpNetwork(deps: {
-  storage: Storage;
-  network: NetworkDriver;
-  log: Logger;
-  config: { MAX_MESSAGE_LENGTH: number };
-  media?: MediaDeps;
-  metrics?: MessageMetrics;
-}): Promise<AppliedEvents | null> {
-  if (!deps.network.catchUp) return null;
-  const cursor = networkCursor(deps.storage, deps.network.name);
-  const events = await deps.network.catchUp(await cursor.get());
-  const applied = await applyNetworkEvents(deps.storage, deps.network.name, events, deps.log, {
+/** Stores what the line's webhooks missed (for networks that do not retry them). */
+export async function catchUpLine(
+  deps: { storage: Storage; log: Logger; config: { MAX_MESSAGE_LENGTH: number }; media?: MediaDeps; metrics?: MessageMetrics },
+  line: Line,
+): Promise<AppliedEvents | null> {
+  if (!line.driver.catchUp) return null;
+  const cursor = lineCursor(deps.storage, line);
+  const events = await line.driver.catchUp(await cursor.get());
+  const applied = await applyNetworkEvents(deps.storage, lineRef(line), events, deps.log, {
     maxMessageLength: deps.config.MAX_MESSAGE_LENGTH,
     ...(deps.media ? { media: deps.media } : {}),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
@@ -295,18 +306,19 @@ const RECONCILE_WINDOW_MS = 24 * 60 * 60 * 1000;
  * Asks the network about outbound messages not final `afterMs` after their last change
  * (a bounded batch, oldest check first) and applies what it says as any report is.
  */
-export async function reconcileNetwork(
-  deps: { storage: Storage; network: NetworkDriver; log: Logger; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
+export async function reconcileLine(
+  deps: { storage: Storage; log: Logger; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
+  line: Line,
   afterMs: number,
 ): Promise<AppliedEvents | null> {
-  if (!deps.network.reconcile) return null;
+  if (!line.driver.reconcile) return null;
   const messages = deps.storage.messages;
-  const pending = await messages.pendingOutbound(deps.network.name, afterMs, RECONCILE_WINDOW_MS, RECONCILE_BATCH);
+  const pending = await messages.pendingOutbound(line.row.id, afterMs, RECONCILE_WINDOW_MS, RECONCILE_BATCH);
   if (pending.length === 0) return null;
   await messages.markChecked(pending.map((p) => p.id));
-  const reports = await deps.network.reconcile(pending);
+  const reports = await line.driver.reconcile(pending);
   const current = new Map(pending.map((p) => [p.id, p.status]));
   // A report that only repeats the status the message has is not news.
   const statuses = reports.filter((r) => !r.messageId || current.get(r.messageId) !== r.status);
-  return applyNetworkEvents(deps.storage, deps.network.name, webhookEvents([], statuses), deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH, metrics: deps.metrics });
+  return applyNetworkEvents(deps.storage, lineRef(line), webhookEvents([], statuses), deps.log, { maxMessageLength: deps.config.MAX_MESSAGE_LENGTH, metrics: deps.metrics });
 }

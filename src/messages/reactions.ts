@@ -1,11 +1,12 @@
+import type { LineRegistry } from "../lines/registry";
 import type { MessageRow, Repositories, Storage } from "../db/port";
 import type { Logger } from "../log";
-import type { NetworkDriver, ReactionEvent } from "../network/driver";
+import type { ReactionEvent } from "../network/driver";
 import type { Reaction } from "../vocabulary/reactions";
 import { currentRecord, messageById, networkAction, targetInChat } from "./network-actions";
 import type { MessageRecord } from "./schemas";
 
-type Deps = { storage: Storage; network: NetworkDriver };
+type Deps = { storage: Storage; lines: LineRegistry };
 
 /** Who reacted, as a reaction's row keeps it: the contact (`inbound`, their phone) or us (`outbound`, ''). */
 type Who = { direction: "inbound"; phone: string } | { direction: "outbound"; phone: "" };
@@ -43,8 +44,8 @@ async function ourReaction(repos: Pick<Repositories, "messages">, id: string): P
  * previous one; the same one again changes nothing (and asks the network nothing).
  */
 export async function reactToMessage(deps: Deps, id: string, reaction: Reaction): Promise<MessageRecord> {
-  const react = networkAction(deps.network, "react");
   const row = await messageById(deps.storage, id);
+  const react = networkAction(deps.lines.get(row.lineId), "react");
   const target = await targetInChat(deps.storage, row);
   if ((await ourReaction(deps.storage, id)) !== reaction) {
     await react(target, reaction, false);
@@ -55,8 +56,8 @@ export async function reactToMessage(deps: Deps, id: string, reaction: Reaction)
 
 /** Takes our reaction off a message (none: nothing to do); refusals as reactToMessage's. */
 export async function removeOurReaction(deps: Deps, id: string): Promise<MessageRecord> {
-  const react = networkAction(deps.network, "react");
   const row = await messageById(deps.storage, id);
+  const react = networkAction(deps.lines.get(row.lineId), "react");
   const ours = await ourReaction(deps.storage, id);
   if (ours) {
     await react(await targetInChat(deps.storage, row), ours, true);

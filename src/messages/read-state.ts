@@ -1,8 +1,9 @@
 import type { Storage } from "../db/port";
 import type { Logger } from "../log";
-import type { NetworkDriver, ReadEvent } from "../network/driver";
+import type { LineRegistry } from "../lines/registry";
+import type { ReadEvent } from "../network/driver";
 import { getContact, type ContactRecord } from "./contacts";
-import { canDo, networkAction } from "./network-actions";
+import { canDo, contactLine, networkAction } from "./network-actions";
 
 /**
  * The contact read one of our messages (the network's read receipt): it and our earlier
@@ -27,8 +28,9 @@ export async function applyReadReceipt(storage: Storage, network: string, event:
  * (first: a failure changes nothing), kept by Textwire alone otherwise. The contact as
  * GET /api/contacts/{phone} answers it, `unread` 0.
  */
-export async function markConversationRead(deps: { storage: Storage; network: NetworkDriver }, phone: string): Promise<ContactRecord> {
-  if (canDo(deps.network, "markRead")) await networkAction(deps.network, "markRead")(phone);
+export async function markConversationRead(deps: { storage: Storage; lines: LineRegistry }, phone: string): Promise<ContactRecord> {
+  const line = await contactLine(deps, phone);
+  if (canDo(line.driver, "markRead")) await networkAction(line, "markRead")(phone);
   await deps.storage.messages.readInbound(phone);
   return getContact(deps.storage, phone);
 }

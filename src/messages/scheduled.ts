@@ -73,7 +73,7 @@ export function startScheduledSender(deps: MessagingDeps): ScheduledSender {
       return;
     }
     try {
-      const record = await withSpan("send", { "textwire.network": deps.network.name, "textwire.scheduled": true, "textwire.message.id": row.id }, () => sendStored(deps, row, contact.ourTyping));
+      const record = await withSpan("send", { "textwire.network": row.network, "textwire.line": row.lineId, "textwire.scheduled": true, "textwire.message.id": row.id }, () => sendStored(deps, row, contact.ourTyping));
       mlog.info("scheduled message sent", { status: record.status });
     } catch (err) {
       if (err instanceof AppError && err.code === "GATEWAY_TIMEOUT") mlog.warn("scheduled message: the network did not answer in time; the status will follow");

@@ -125,6 +125,9 @@ export const chatIdField = z
   .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: "must be a chat id (dm_… or grp_…)" })
   .meta({ description: "A chat's id (GET /api/chats): send into that chat, a group's included, instead of to `phone`.", example: "grp_0b5e4f7c2d1a49e8b6c3a2f1e0d9c8b7" });
 
+/** `line` of a request: a line's id or name (GET /api/lines). A new schema each use (trpc-to-openapi changes schemas in place). */
+export const lineField = (description: string) => z.string(typeError("a line's id or name")).min(1, { error: "must not be empty" }).meta({ description });
+
 export const sendInput = (maxLength: number) =>
   z
     .object({
@@ -136,6 +139,7 @@ export const sendInput = (maxLength: number) =>
         "The id of a message in the same chat (sent or received) that this one answers. BlueBubbles sends it as a threaded reply; other networks keep it in the record only.",
       ),
       send_at: sendAtSchema.optional(),
+      line: lineField("(extension) The line to send through (id or name); left out, routing picks one: a reply's line, the contact's last line, iMessage when the phone has it, else the default (docs/lines.md).").optional(),
     })
     .refine(...phoneOrChat[0]!)
     .refine(...phoneOrChat[1]!)
@@ -148,6 +152,7 @@ const inboundFields = (maxLength: number) =>
     media: mediaInput.optional(),
     id: idSchema.optional().meta({ description: "The network's own id of the message; the same id twice stores one message." }),
     reply_to: replyToSchema("The id of a message with the same contact that this one answers (a threaded reply)."),
+    line: lineField("The loopback line it comes in on (id or name); left out: the default line when it is a loopback line, else the first loopback line.").optional(),
   });
 
 export const inboundInput = (maxLength: number) => inboundFields(maxLength).refine(...textOrMedia);

@@ -1,8 +1,10 @@
 import { writeOrRetry } from "../background";
 import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
-import type { NetworkDriver } from "../network";
-import { RecipientOptedOut, SendOutcomeUnknown, type OutboundMessage, type SendResult } from "../network/driver";
+import { chooseLine, fallbackLine, type ChosenLine } from "../lines/choose";
+import type { Line, LineRegistry } from "../lines/registry";
+import { NetworkUnreachable, RecipientOptedOut, SendOutcomeUnknown, type OutboundMessage, type SendResult } from "../network/driver";
+import type { LineRef, RerouteReason } from "../vocabulary/lines";
 import type { OptOutType } from "../vocabulary/messages";
 import type { ChatRow, Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
@@ -16,7 +18,8 @@ import { withSpan } from "../observability/trace";
 
 export interface MessagingDeps {
   storage: Storage;
-  network: NetworkDriver;
+  /** The deployment's lines and their drivers (src/lines). */
+  lines: LineRegistry;
   log: Logger;
   /** Needed only to send or take media. */
   media?: MediaDeps;
@@ -47,11 +50,11 @@ export function sendAtProblem(sendAt: number, now: number): string | undefined {
   return undefined;
 }
 
-/** Refuses a send to a contact that opted out (403); an unknown contact never did. Whether our typing to it is on. */
-export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, phone: string): Promise<boolean> {
+/** Refuses a send to a contact that opted out (403); an unknown contact never did. Whether our typing to it is on, and the line of its last message. */
+export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, phone: string): Promise<{ ourTyping: boolean; lineId?: string }> {
   const contact = await storage.contacts.beforeSend(phone);
   if (contact.optedOut) throw optedOutError();
-  return contact.ourTyping;
+  return contact;
 }
 
 /** The message an input's `field` (`reply_to`…) names: one of ours in the same conversation (the contact's direct chat, or the group), else 400. */
@@ -85,10 +88,10 @@ export const UNKNOWN_OUTCOME = "network: no answer in time; the status will foll
  */
 export function sendMessage(
   deps: MessagingDeps,
-  input: { phone?: string; chat_id?: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number },
+  input: { phone?: string; chat_id?: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number; line?: string },
   idempotent?: IdempotentSend,
 ): Promise<MessageRecord> {
-  return withSpan("send", { "textwire.network": deps.network.name, "textwire.media": input.media?.length ?? 0, "textwire.scheduled": input.send_at !== undefined }, () => send(deps, input, idempotent));
+  return withSpan("send", { "textwire.media": input.media?.length ?? 0, "textwire.scheduled": input.send_at !== undefined }, () => send(deps, input, idempotent));
 }
 
 async function send(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1], idempotent?: IdempotentSend): Promise<MessageRecord> {
@@ -109,14 +112,18 @@ async function send(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1
 export async function sendTo(
   deps: MessagingDeps,
   target: SendTarget,
-  input: { message?: string; media?: readonly { url: string }[]; reply_to?: string; sendAt?: number | undefined },
+  input: { message?: string; media?: readonly { url: string }[]; reply_to?: string; sendAt?: number | undefined; line?: string | undefined },
   idempotent?: IdempotentSend,
   via?: (message: OutboundMessage) => Promise<SendResult>,
 ): Promise<MessageRecord> {
   const { sendAt } = input;
   const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, target, input.reply_to, "reply_to");
   // Before any file is fetched: an opted-out contact costs nothing. In a group an opt-out mutes automated sends only (src/messages/chats.ts isChatMuted).
-  const ourTyping = target.group ? false : await refuseOptedOut(deps.storage, target.phone);
+  const contact = target.group ? { ourTyping: false } : await refuseOptedOut(deps.storage, target.phone);
+  const { ourTyping } = contact;
+  // A group lives on its line; a reply goes out on the line of what it answers (src/lines/route.ts).
+  const chosen = await chooseLine(deps, { line: input.line, replyLine: target.group?.lineId ?? replied?.lineId, stickyLine: contact.lineId }, target.group ? undefined : target.phone);
+  const { line } = chosen;
   // Media is fetched and kept before anything is stored: a file that cannot be had refuses the send.
   const kept = input.media?.length ? await fetchSendMedia(mediaDeps(deps), input.media.map((m) => m.url), deps.log) : [];
   const message: NewMessage = {
@@ -126,7 +133,8 @@ export async function sendTo(
     body: input.message ?? "",
     direction: "outbound",
     status: sendAt === undefined ? "queued" : "scheduled",
-    network: deps.network.name,
+    network: line.row.network,
+    lineId: line.row.id,
     networkId: null,
     replyTo: replied?.id ?? null,
     ...(sendAt === undefined ? {} : { sendAt }),
@@ -151,9 +159,19 @@ export async function sendTo(
     throw err;
   }
   deps.metrics?.message("outbound", row.network, row.status);
+  if (chosen.rerouted) await recordReroute(deps, row, chosen.rerouted.from, line, chosen.rerouted.reason);
   if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
   return sendStored(deps, row, ourTyping, { media: kept, replied, group: target.group }, via);
 }
+
+/** Event `message.rerouted`: the send goes through `to`, the fallback of `from` (docs/lines.md). */
+async function recordReroute(deps: Pick<MessagingDeps, "storage" | "log">, row: MessageRow, from: Line, to: Line, reason: RerouteReason): Promise<void> {
+  deps.log.info("a send went through its line's fallback", { messageId: row.id, from: from.row.name, to: to.row.name, reason });
+  await writeOrRetry("recording a rerouted send", () => deps.storage.events.append("message.rerouted", { messageId: row.id, data: { from_line: from.row.id, to_line: to.row.id, reason } }), deps.log.child({ messageId: row.id }));
+}
+
+/** The line a stored message goes out on: its own, as routing chose it. */
+export const lineOf = (deps: Pick<MessagingDeps, "lines">, row: Pick<MessageRow, "lineId">): Line => deps.lines.get(row.lineId);
 
 /** POST /api/send, and a workflow's keyed send: sendMessage, answered as the API answers it (src/messages/records.ts). */
 export async function sendAnswered(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1], claim?: Claim): Promise<SendAnswer> {
@@ -181,24 +199,39 @@ export async function sendStored(
   const shown = (r: RecordRow) => toRecord(r, rows);
   let result: SendResult;
   let group: ChatRow | undefined;
+  let line = lineOf(deps, row);
   try {
-    // A network that threads gets the replied message's own id, when that network knows it.
+    // A network that threads gets the replied message's own id, when it went through the same line.
     const replied = row.replyTo ? (known ? known.replied : await storage.messages.get(row.replyTo)) : undefined;
-    const threadOn = replied?.network === deps.network.name ? replied.networkId : null;
+    const threadOn = replied?.lineId === row.lineId ? replied.networkId : null;
     // A group: as sendMessage has it, else read (a scheduled send).
     group = row.chatId === null ? undefined : (known?.group ?? (await storage.chats.get(row.chatId)));
     const chat = group?.networkId ?? undefined;
-    const send = via ?? ((m: OutboundMessage) => deps.network.send(m));
-    result = await withSpan("network.send", { "textwire.network": deps.network.name, "textwire.message.id": row.id }, () =>
-      send({
-        id: row.id,
-        phone: row.phone,
-        ...(chat ? { chat } : {}),
-        text: row.body,
-        ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
-        ...(threadOn ? { replyTo: threadOn } : {}),
-      }),
-    );
+    const message: OutboundMessage = {
+      id: row.id,
+      phone: row.phone,
+      ...(chat ? { chat } : {}),
+      text: row.body,
+      ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
+      ...(threadOn ? { replyTo: threadOn } : {}),
+    };
+    const sendOn = (on: Line) =>
+      withSpan("network.send", { "textwire.network": on.row.network, "textwire.line": on.row.id, "textwire.message.id": row.id }, () => (via ?? ((m: OutboundMessage) => on.driver.send(m)))(message));
+    try {
+      result = await sendOn(line);
+    } catch (err) {
+      // A refused connection sent nothing: the line's fallback takes it, once (docs/lines.md). Never after a timeout.
+      const fallback = err instanceof NetworkUnreachable && !via && !group ? fallbackLine(deps.lines, line) : undefined;
+      if (!fallback) throw err;
+      await storage.transaction(async (tx) => {
+        await tx.lines.moveMessage(row.id, fallback.row.id, fallback.row.network);
+        await tx.lines.moveDirectChat(row.id, fallback.row.id);
+      });
+      await recordReroute(deps, row, line, fallback, "unreachable");
+      row = { ...row, lineId: fallback.row.id, network: fallback.row.network };
+      line = fallback;
+      result = await sendOn(line);
+    }
   } catch (err) {
     if (err instanceof SendOutcomeUnknown) {
       // The message may still go out: it stays queued until the network's report or a
@@ -217,7 +250,7 @@ export async function sendStored(
     }
     // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
     if (err instanceof AppError) throw err;
-    throw new AppError("BAD_GATEWAY", `the ${deps.network.name} network did not take the message: ${reason}`);
+    throw new AppError("BAD_GATEWAY", `line ${line.row.name}: the ${line.row.network} network did not take the message: ${reason}`);
   }
   if (group ? group.ourTyping : ourTyping) await stopTypingOnSend(deps, row);
   let moved = false;
@@ -245,7 +278,7 @@ function recordStatus(deps: MessagingDeps, id: string, write: () => Promise<unkn
  */
 export async function recordInbound(
   storage: Storage,
-  network: string,
+  on: LineRef,
   input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly KeptMedia[]; chatId?: string },
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
   const media = input.media ?? [];
@@ -257,7 +290,8 @@ export async function recordInbound(
       body: input.message,
       direction: "inbound",
       status: "received",
-      network,
+      network: on.network,
+      lineId: on.id,
       networkId: input.networkId ?? null,
       optOutType: input.optOutType ?? null,
       replyTo: input.replyTo ?? null,

@@ -1,8 +1,9 @@
 import type { Repositories, Storage } from "../db/port";
 import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
-import type { NetworkDriver, TypingEvent } from "../network/driver";
-import { canDo, networkAction } from "./network-actions";
+import type { LineRegistry } from "../lines/registry";
+import type { TypingEvent } from "../network/driver";
+import { canDo, contactLine, networkAction } from "./network-actions";
 
 /** How long a typing indicator lasts without news: the contact's after the network's last report, ours after we started it. */
 export const TYPING_MS = 60_000;
@@ -14,8 +15,8 @@ const SWEEP_BATCH = 100;
  * the network cannot. It stops by itself after TYPING_MS (stopExpiredTyping) and when a
  * message is sent to the contact (stopTypingOnSend).
  */
-export async function setOurTyping(deps: { storage: Storage; network: NetworkDriver }, phone: string, on: boolean): Promise<{ typing: boolean }> {
-  await networkAction(deps.network, "typing")(phone, on);
+export async function setOurTyping(deps: { storage: Storage; lines: LineRegistry }, phone: string, on: boolean): Promise<{ typing: boolean }> {
+  await networkAction(await contactLine(deps, phone), "typing")(phone, on);
   if (on) await deps.storage.contacts.startOurTyping(phone, TYPING_MS);
   else await deps.storage.contacts.stopOurTyping(phone, false);
   return { typing: on };
@@ -26,16 +27,16 @@ export async function setOurTyping(deps: { storage: Storage; network: NetworkDri
  * stops by itself after TYPING_MS and when a message is sent into the group, as a contact's does.
  */
 export async function setOurGroupTyping(
-  deps: { storage: Storage; network: NetworkDriver },
-  chatId: string,
+  deps: { storage: Storage; lines: LineRegistry },
+  chat: { id: string; lineId: string },
   networkId: () => string,
   on: boolean,
 ): Promise<{ typing: boolean }> {
   // The network's capability first (422), then whether the group is on it (`networkId` may throw 409).
-  const typing = networkAction(deps.network, "typing");
+  const typing = networkAction(deps.lines.get(chat.lineId), "typing");
   await typing("", on, networkId());
-  if (on) await deps.storage.chats.startOurTyping(chatId, TYPING_MS);
-  else await deps.storage.chats.stopOurTyping(chatId, false);
+  if (on) await deps.storage.chats.startOurTyping(chat.id, TYPING_MS);
+  else await deps.storage.chats.stopOurTyping(chat.id, false);
   return { typing: on };
 }
 
@@ -46,10 +47,10 @@ export async function setOurGroupTyping(
  * DELETE would start it again, docs/networks.md), and the loopback network shows nothing.
  */
 export async function stopTypingOnSend(
-  deps: { storage: Pick<Repositories, "contacts" | "chats">; network: NetworkDriver; log: Logger },
-  to: { phone: string; chatId: string | null },
+  deps: { storage: Pick<Repositories, "contacts" | "chats">; lines: LineRegistry; log: Logger },
+  to: { phone: string; chatId: string | null; lineId: string },
 ): Promise<void> {
-  if (!canDo(deps.network, "typing")) return;
+  if (!canDo(deps.lines.get(to.lineId).driver, "typing")) return;
   const { contacts, chats } = deps.storage;
   // A failure only leaves the state on until the sweep clears it.
   await (to.chatId === null ? contacts.stopOurTyping(to.phone, false) : chats.stopOurTyping(to.chatId, false)).catch((err) =>
@@ -64,18 +65,23 @@ export async function stopTypingOnSend(
  * without a send (422, BlueBubbles) is logged at debug only: the state is cleared and the
  * next text stops it there.
  */
-export async function stopExpiredTyping(deps: { storage: Storage; network: NetworkDriver; log: Logger }): Promise<number> {
+export async function stopExpiredTyping(deps: { storage: Storage; lines: LineRegistry; log: Logger }): Promise<number> {
   const { contacts, chats } = deps.storage;
-  const { network } = deps;
   const expired = [
-    ...(await contacts.ourTypingExpired(SWEEP_BATCH)).map((phone) => ({ clear: () => contacts.stopOurTyping(phone, true), stop: () => network.typing?.(phone, false) })),
-    ...(await chats.ourTypingExpired(SWEEP_BATCH)).map((chat) => ({ clear: () => chats.stopOurTyping(chat.id, true), stop: () => network.typing?.("", false, chat.networkId) })),
+    ...(await contacts.ourTypingExpired(SWEEP_BATCH)).map((phone) => ({
+      clear: () => contacts.stopOurTyping(phone, true),
+      stop: async () => (await contactLine(deps, phone)).driver.typing?.(phone, false),
+    })),
+    ...(await chats.ourTypingExpired(SWEEP_BATCH)).map((chat) => ({
+      clear: () => chats.stopOurTyping(chat.id, true),
+      stop: async () => deps.lines.find(chat.lineId)?.driver.typing?.("", false, chat.networkId),
+    })),
   ];
   let stopped = 0;
   for (const { clear, stop } of expired) {
     if (!(await clear())) continue;
     stopped++;
-    await stop()?.catch((err) => {
+    await stop().catch((err) => {
       const cannot = err instanceof AppError && err.code === "UNPROCESSABLE_CONTENT";
       deps.log[cannot ? "debug" : "warn"]("the network did not stop our typing", { error: errorText(err) });
     });

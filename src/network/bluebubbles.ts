@@ -5,6 +5,7 @@ import { extensionOf } from "../media/sniff";
 import type { PendingMessage } from "../vocabulary/messages";
 import { REACTIONS } from "../vocabulary/reactions";
 import {
+  checkFailure,
   SendOutcomeUnknown,
   sendRequestFailure,
   type DriverState,
@@ -507,6 +508,30 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
     name: "bluebubbles",
     // Reactions, typing, reads, edits, unsends and group changes through its Private API.
     capabilities: { reactions: true, typing: true, read_receipts: true, edit: true, unsend: true, groups: true, media: true, threads: true },
+
+    async check() {
+      // routers/serverRouter.ts getInfo: proves the URL and the password.
+      try {
+        const reply = await call("GET", "server/info", undefined, 10_000);
+        if (reply.status !== 200) return { ok: false, detail: `bluebubbles: ${reply.status} ${reply.json.error?.message ?? reply.json.message ?? "no answer"}` };
+        const info = (reply.json.data ?? {}) as { server_version?: string; os_version?: string; private_api?: boolean; helper_connected?: boolean };
+        const privateApi = info.private_api && info.helper_connected ? "Private API on" : "Private API off (no reactions, typing, read marks, edits, groups or iMessage look-ups)";
+        return { ok: true, detail: `bluebubbles: server ${info.server_version ?? "?"} on macOS ${info.os_version ?? "?"}, ${privateApi}` };
+      } catch (err) {
+        return checkFailure("bluebubbles", err);
+      }
+    },
+
+    async imessageAvailable(phone) {
+      // routers/handleRouter.ts getMessagesAvailability (Private API): `{ data: { available } }`; any error is "cannot say".
+      try {
+        const reply = await call("GET", "handle/availability/imessage", undefined, 10_000, `&address=${encodeURIComponent(phone)}`);
+        const available = (reply.json.data as { available?: unknown } | undefined)?.available;
+        return reply.status === 200 && typeof available === "boolean" ? available : undefined;
+      } catch {
+        return undefined;
+      }
+    },
 
     /** message/react (messageValidator.ts sendReactionRules): on part 0; a removal is `-love` (messageInterface.ts possibleReactions). */
     async react(target, reaction, remove) {

@@ -147,9 +147,17 @@ export class SendOutcomeUnknown extends Error {
 export function sendRequestFailure(network: string, err: unknown): Error {
   const code = (err as { code?: string }).code ?? "";
   if (code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "FailedToOpenSocket") {
-    return new AppError("BAD_GATEWAY", `${network}: unreachable (${(err as Error).name})`);
+    return new NetworkUnreachable(`${network}: unreachable (${(err as Error).name})`);
   }
   return new SendOutcomeUnknown(`${network}: no answer to the send (${(err as Error).name})`);
+}
+
+/** A send whose connection the network's server refused: surely not sent (502), so a line's fallback may take it (docs/lines.md). */
+export class NetworkUnreachable extends AppError {
+  override name = "NetworkUnreachable";
+  constructor(message: string) {
+    super("BAD_GATEWAY", message);
+  }
 }
 
 /**
@@ -228,4 +236,23 @@ export interface NetworkDriver {
   renameGroup?(chat: string, name: string): Promise<void>;
   /** Adds (`add`) or removes a participant of the group `chat`. */
   setParticipant?(chat: string, phone: string, add: boolean): Promise<void>;
+  /** A line's test (POST /api/lines/:id/test): one authenticated call that proves its settings and credentials, sending nothing. Never throws. */
+  check?(): Promise<LineCheck>;
+  /** iMessage lines: whether the phone has iMessage; undefined when the server cannot say (routing then counts it unknown). */
+  imessageAvailable?(phone: string): Promise<boolean | undefined>;
+  /** Called when the line is created, changed or tested (a network whose webhooks are registered through its API). */
+  register?(): Promise<void>;
+  /** Called when the line is deleted. */
+  unregister?(): Promise<void>;
+}
+
+/** What a line's test found: `ok` false with what failed in `detail`. */
+export interface LineCheck {
+  ok: boolean;
+  detail: string;
+}
+
+/** A check's answer when the network's server could not be reached or answered oddly. */
+export function checkFailure(network: string, err: unknown): LineCheck {
+  return { ok: false, detail: `${network}: ${err instanceof AppError ? err.message : `unreachable (${(err as Error).name}: ${(err as Error).message})`}` };
 }

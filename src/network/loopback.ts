@@ -23,5 +23,8 @@ export function createLoopbackNetwork(): NetworkDriver {
     markRead: done,
     edit: done,
     unsend: done,
+    async check() {
+      return { ok: true, detail: "loopback: delivers every message at once" };
+    },
   };
 }

@@ -3,7 +3,7 @@ import { parse as parseQuery, stringify as stringifyQuery } from "node:querystri
 import { AppError } from "../errors";
 import { TWILIO_UNSUBSCRIBED } from "../messages/opt-out";
 import { OPT_OUT_TYPES, type OptOutType } from "../vocabulary/messages";
-import { RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, webhookEvents, type InboundEvent, type InboundMedia, type NetworkDriver, type StatusEvent } from "./driver";
+import { checkFailure, RecipientOptedOut, SendOutcomeUnknown, sendRequestFailure, webhookEvents, type InboundEvent, type InboundMedia, type NetworkDriver, type StatusEvent } from "./driver";
 import { tracedFetch } from "../observability/trace";
 
 export interface TwilioConfig {
@@ -14,6 +14,8 @@ export interface TwilioConfig {
   apiUrl: string;
   /** Where Twilio reaches Textwire, e.g. https://textwire.example.com */
   publicUrl: string;
+  /** This line's webhook path under publicUrl: `/webhooks/twilio` (the environment's line) or `/webhooks/lines/<id>`. */
+  webhookPath?: string;
   /** How long a send waits for Twilio's answer before its outcome is unknown. */
   sendTimeoutMs: number;
 }
@@ -129,6 +131,7 @@ function sameSecret(a: string, b: string): boolean {
 export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
   const base = config.apiUrl.replace(/\/+$/, "");
   const publicUrl = config.publicUrl.replace(/\/+$/, "");
+  const webhookPath = config.webhookPath ?? "/webhooks/twilio";
   const auth = `Basic ${Buffer.from(`${config.accountSid}:${config.authToken}`).toString("base64")}`;
   const apiOrigin = new URL(base).origin;
 
@@ -159,7 +162,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
     // Twilio has no threaded replies: `replyTo` is kept in our record, not sent.
     async send({ id, phone, text, media = [] }) {
       // Our id rides in the callback URL, so a report that beats Twilio's answer still finds its message.
-      const callback = `${publicUrl}/webhooks/twilio/status?id=${encodeURIComponent(id)}`;
+      const callback = `${publicUrl}${webhookPath}/status?id=${encodeURIComponent(id)}`;
       const form = new URLSearchParams({ To: phone, StatusCallback: callback });
       if (text) form.set("Body", text);
       // One MediaUrl per file, repeated as the SDK sends it (arrayFormat "repeat"): signed
@@ -194,6 +197,22 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       if (res.status === 429) throw new AppError("TOO_MANY_REQUESTS", reason, { "Retry-After": res.headers.get("retry-after") ?? "1" });
       if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403) throw new AppError("BAD_REQUEST", reason);
       throw new AppError("BAD_GATEWAY", reason);
+    },
+
+    async check() {
+      // The Account resource: proves the SID and token without sending anything.
+      try {
+        const res = await tracedFetch(`${base}/2010-04-01/Accounts/${config.accountSid}.json`, {
+          headers: { Authorization: auth, Accept: "application/json" },
+          signal: AbortSignal.timeout(10_000),
+        });
+        const body = (await res.json().catch(() => ({}))) as { status?: string; friendly_name?: string; message?: string; code?: number };
+        if (!res.ok) return { ok: false, detail: `twilio: ${res.status} ${body.message ?? res.statusText}${body.code ? ` (error ${body.code})` : ""}` };
+        if (body.status && body.status !== "active") return { ok: false, detail: `twilio: the account is ${body.status}` };
+        return { ok: true, detail: `twilio: account ${config.accountSid} (${body.friendly_name ?? "no name"}) is active` };
+      } catch (err) {
+        return checkFailure("twilio", err);
+      }
     },
 
     async webhook({ url, subpath, headers, body }) {

@@ -18,3 +18,9 @@ export const ROUTE_REASONS = ["requested", "reply", "sticky", "imessage", "defau
 export type RouteReason = (typeof ROUTE_REASONS)[number];
 export const REROUTE_REASONS = ["not_on_imessage", "unreachable"] as const;
 export type RerouteReason = (typeof REROUTE_REASONS)[number];
+
+/** A line as stored messages and chats name it: its id, and its network (what the network's own ids are unique within). */
+export interface LineRef {
+  id: string;
+  network: string;
+}

@@ -6,6 +6,7 @@ import type { MessageRecord } from "../messages/schemas";
 import type { SendAnswer } from "../messages/records";
 import { reactToMessage } from "../messages/reactions";
 import { markConversationRead } from "../messages/read-state";
+import { networkInfo } from "../messages/network-actions";
 import { listHistory, pollInbound, sendAnswered, sendMessage } from "../messages/service";
 import { isContactTyping, setOurTyping } from "../messages/typing";
 import type { Reaction } from "../vocabulary/reactions";
@@ -70,7 +71,7 @@ export function createLocalBackend(app: App): MessagingBackend {
       return (await app.storage.contacts.get(phone))?.optedOut ?? false;
     },
     async network() {
-      return { name: app.network.name, capabilities: app.network.capabilities };
+      return networkInfo(app.lines.default());
     },
     react: (id, reaction) => reactToMessage(app, id, reaction),
     async typing(phone, on) {

@@ -340,6 +340,12 @@ export interface FakeBlueBubbles {
    * helper's connection (api/privateApi/PrivateApiService.ts `helper`). Tests may switch them.
    */
   privateApi: { enabled: boolean; helperConnected: boolean };
+  /**
+   * The addresses Apple says have iMessage (`GET /api/v1/handle/availability/imessage`,
+   * routers/handleRouter.ts getMessagesAvailability: PrivateApiMiddleware, then
+   * handleInterface.ts getMessagesAvailability answers `{ data: { available } }`).
+   */
+  imessage: Set<string>;
   /** Chats where the Mac shows our typing indicator now (the server's typingCache). */
   typing: Set<string>;
   /** Every start of our typing the helper was told, in order (a DELETE is one too). */
@@ -413,6 +419,7 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
     const error = privateApiError();
     return error ? bbError(500, "Please make sure you have completed the setup for the Private API, and your helper is connected!", "iMessage Error", error) : null;
   };
+  const imessage = new Set<string>();
   const typing = new Set<string>();
   const typingStarts: string[] = [];
   const reads: string[] = [];
@@ -771,6 +778,15 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
         });
       }
 
+      if (req.method === "GET" && url.pathname === "/api/v1/handle/availability/imessage") {
+        // httpRoutes.ts: protected, PrivateApiMiddleware, then HandleValidator.validateAvailability (address: string|required).
+        const off = privateApiMiddleware();
+        if (off) return off;
+        const address = url.searchParams.get("address");
+        if (!address) return badRequest("The address field is required.");
+        return Response.json({ status: 200, message: "Success", data: { available: imessage.has(address) } });
+      }
+
       if (req.method === "GET" && url.pathname === "/api/v1/server/info") {
         // routers/serverRouter.ts getInfo, generalInterface.ts getServerMetadata (the fields Textwire may read).
         return Response.json({
@@ -931,6 +947,7 @@ export function startFakeBlueBubbles(opts: { password?: string; privateApi?: boo
     },
     emit,
     privateApi,
+    imessage,
     typing,
     typingStarts,
     reads,

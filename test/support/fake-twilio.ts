@@ -14,6 +14,8 @@
  *   Twilio fetches each MediaUrl itself, as the real service does before it sends an MMS:
  *   `mediaFetches` records what it got. A URL under `publicUrl` is fetched from `textwireUrl`
  *   (the reverse proxy in front of Textwire that PUBLIC_URL names).
+ * - `GET /2010-04-01/Accounts/{AccountSid}.json` with Basic auth: the Account resource
+ *   (`sid`, `friendly_name`, `status: "active"`), 401 code 20003 otherwise.
  * - Inbound media: `GET /2010-04-01/Accounts/{AccountSid}/Messages/{MessageSid}/Media/{MediaSid}`
  *   with Basic auth (an account that enforces HTTP auth on media URLs; 401 otherwise)
  *   answers a 307 redirect to the file on Twilio's CDN, here `/cdn/{MediaSid}`, which serves
@@ -229,6 +231,12 @@ export function startFakeTwilio(opts: { accountSid?: string; authToken?: string 
         return new Response(null, { status: 307, headers: { Location: `/cdn/${media[2]}` } });
       }
 
+      // The Account resource (GET /2010-04-01/Accounts/{AccountSid}.json), what a line's test fetches.
+      const account = /^\/2010-04-01\/Accounts\/([^/]+)\.json$/.exec(url.pathname);
+      if (account && req.method === "GET") {
+        if (req.headers.get("authorization") !== expectedAuth || account[1] !== accountSid) return twilioError(401, 20003, "Authenticate");
+        return Response.json({ sid: accountSid, friendly_name: "My first Twilio account", status: "active", type: "Full", uri: `/2010-04-01/Accounts/${accountSid}.json` });
+      }
       const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(url.pathname);
       if (!match) return twilioError(404, 20404, `The requested resource ${url.pathname} was not found`);
       if (req.method !== "POST") return twilioError(405, 20004, "Method not allowed");

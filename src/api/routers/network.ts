@@ -12,12 +12,12 @@ export const networkRouter = router({
         tags: ["network"],
         summary: "The network and what it can do",
         description:
-          "The network's name (NETWORK) and its capabilities. Asking for one it lacks (a reaction, typing, an edit, an unsend) is 422 naming the field and the network, with nothing changed; marking a conversation read works everywhere (without `read_receipts` only Textwire keeps it).",
+          "The default line's network and its capabilities (each line's: GET /api/lines). Asking for one it lacks (a reaction, typing, an edit, an unsend) is 422 naming the field and the network, with nothing changed; marking a conversation read works everywhere (without `read_receipts` only Textwire keeps it).",
         protect: true,
         errorResponses: READ_ERRORS,
       },
     })
     .input(noInput)
     .output(networkOutput)
-    .query(({ ctx }) => ({ success: true, network: networkInfo(ctx.app.network) })),
+    .query(({ ctx }) => ({ success: true, network: networkInfo(ctx.app.lines.default()) })),
 });

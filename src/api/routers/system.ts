@@ -3,7 +3,7 @@ import type { App } from "../../app";
 import { authedProcedure, documentedOnly, noInput, router } from "../trpc";
 
 export const systemInfoOutput = z.object({
-  network: z.string().meta({ description: "NETWORK: loopback, twilio or bluebubbles." }),
+  network: z.string().meta({ description: "The default line's network: loopback, twilio, bluebubbles or android." }),
   generator: z.boolean().meta({ description: "An AI generator is configured (OPENAI_API_KEY)." }),
   workflows_dir: z.string().nullable().meta({ description: "WORKFLOWS_DIR; null when off." }),
 });
@@ -11,7 +11,7 @@ export const systemInfoOutput = z.object({
 /** What the console adapts to: the loopback network's inbound simulation, the generator, workflows. */
 export function systemInfo(app: App): z.infer<typeof systemInfoOutput> {
   return {
-    network: app.network.name,
+    network: app.lines.default().row.network,
     generator: app.generator !== null,
     workflows_dir: app.config.WORKFLOWS_DIR === "off" ? null : app.config.WORKFLOWS_DIR,
   };

@@ -15,6 +15,10 @@ export type EventType = NonNullable<Endpoint["events"]>[number];
  */
 const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "message.received": "an inbound message was stored",
+  "message.rerouted": "a send went through its line's fallback",
+  "line.created": "a line was added",
+  "line.updated": "a line was changed",
+  "line.deleted": "a line was deleted",
   "message.status_updated": "an outbound message's status changed",
   "workflow.run_failed": "a workflow run ended in error or timeout",
   "message.reaction_added": "a reaction was put on a message",
