@@ -213,7 +213,7 @@ async function webhooks(args: string[]) {
   if (extra) throw new UsageError(`webhooks ${sub} does not take --${extra}`);
   const app = await openApp();
   const store = app.storage.webhooks;
-  const deps = { webhooks: store, allowPrivateUrls: app.config.ALLOW_PRIVATE_URLS };
+  const deps = { webhooks: store, allowPrivateUrls: app.config.ALLOW_PRIVATE_URLS, secrets: app.secrets };
   try {
     switch (sub) {
       case "create": {
@@ -253,7 +253,7 @@ async function webhooks(args: string[]) {
       }
       case "rotate-secret": {
         const [id] = expectArgs(positionals, ["ID"]);
-        print(await rotateSecret(store, id!));
+        print(await rotateSecret(deps, id!));
         process.stderr.write("New secret made. Store it now: it is not shown again; the old one also signs for 24 hours.\n");
         return;
       }

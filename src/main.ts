@@ -314,7 +314,7 @@ if (mode !== "api") {
   // A remote worker's database is not the server's: the server's own processes deliver
   // webhooks and send scheduled messages.
   if (!remote) {
-    deliverer = startDeliverer({ storage, config, log, owner, metrics: app.metrics });
+    deliverer = startDeliverer({ storage, config, log, owner, metrics: app.metrics, secrets: app.secrets });
     log.info("delivering outbound webhooks", { owner });
     scheduledSender = startScheduledSender(app);
     log.info("sending scheduled messages");

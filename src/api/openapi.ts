@@ -383,6 +383,7 @@ const TAGS = [
   { name: "chats", description: "Conversations: each contact's direct chat and the group chats; creating, renaming and changing groups." },
   { name: "contacts", description: "Contacts' opt-out state (STOP and START), unread messages and typing; our typing and read marks to them." },
   { name: "network", description: "The messaging network and what it can do." },
+  { name: "lines", description: "The deployment's lines: numbers and accounts on the networks, with routing between them (docs/lines.md)." },
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
   { name: "webhook-endpoints", description: "Outbound webhooks: where Textwire POSTs its events, signed (docs/webhooks.md)." },
   { name: "events", description: "What happened, oldest first: the events webhook endpoints get, to read with a cursor." },

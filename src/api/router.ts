@@ -2,6 +2,7 @@ import { chatsRouter } from "./routers/chats";
 import { contactsRouter } from "./routers/contacts";
 import { conversationsRouter } from "./routers/conversations";
 import { keysRouter } from "./routers/keys";
+import { linesRouter } from "./routers/lines";
 import { messagesRouter } from "./routers/messages";
 import { networkRouter } from "./routers/network";
 import { systemRouter } from "./routers/system";
@@ -24,6 +25,7 @@ const fullRouter = (maxMessageLength: number) =>
     chats: chatsRouter(maxMessageLength),
     contacts: contactsRouter,
     network: networkRouter,
+    lines: linesRouter,
     webhooks: webhooksRouter(maxMessageLength),
     webhookEndpoints: webhookEndpointsRouter,
     events: eventsRouter,
@@ -45,6 +47,7 @@ export function createAppRouter(maxMessageLength: number, network = "loopback"):
     chats: chatsRouter(maxMessageLength),
     contacts: contactsRouter,
     network: networkRouter,
+    lines: linesRouter,
     webhookEndpoints: webhookEndpointsRouter,
     events: eventsRouter,
     ...consoleProcedures,

@@ -32,6 +32,7 @@ export function toRecord(row: RecordRow, media: readonly MediaRow[] = [], reacti
     edited_at: msTime(row.editedAt),
     unsent_at: msTime(row.unsentAt),
     chat_id: row.chatId ?? directChatId(row.phone),
+    line_id: row.lineId,
   };
   if (row.error) record.error = row.error;
   if (row.sendAt !== null) record.send_at = isoTime(row.sendAt * 1000);

@@ -234,6 +234,7 @@ export const phoneInPath = () =>
 // Query and path values arrive as strings over REST.
 export const historyInput = z.object({
   phone: phoneInPath(),
+  line: lineField("(extension) Only messages on this line (id or name); left out: on every line, in one order.").optional(),
   limit: wholeNumber(1, { default: 50, description: `Page size, default 50; above ${MAX_PAGE} it is clamped to ${MAX_PAGE} (the answer's limit says so).` }),
   offset: wholeNumber(0, { default: 0, description: "Messages skipped, newest first, for the next page." }),
 });
@@ -260,6 +261,7 @@ export const pollInput = z.object({
     .enum(["direct", "all"], { error: "must be direct or all" })
     .meta({ description: "`direct` (the default): messages of one-to-one chats only, as the spec's poll; `all`: group messages too (each with its `chat_id`), under the same cursor." })
     .optional(),
+  line: lineField("(extension) Only messages that came in on this line (id or name); the cursor is the same.").optional(),
 });
 
 /** A file of a message, as its record shows it. */
@@ -307,6 +309,7 @@ export const messageRecord = z
     edited_at: momentOrNull("When it was last edited; `message` is the new text"),
     unsent_at: momentOrNull("When it was unsent; `message` is then empty"),
     chat_id: z.string().meta({ description: "The chat it belongs to (GET /api/chats/{id}): a contact's direct chat (`dm_…`) or a group (`grp_…`).", example: "dm_14155550123" }),
+    line_id: z.string().meta({ description: "The line it went out or came in on (GET /api/lines); `ln_default` is the environment's line.", example: "ln_default" }),
   })
   .meta({ id: "Message" });
 

@@ -248,7 +248,8 @@ export async function sendStored(
       await writeOrRetry("recording an opt-out", () => storage.contacts.setOptedOut(row.phone, true), deps.log.child({ messageId: row.id }));
       throw optedOutError();
     }
-    // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
+    // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit); an unreachable network names the line.
+    if (err instanceof AppError && err.code === "BAD_GATEWAY") throw new AppError("BAD_GATEWAY", `line ${line.row.name}: ${err.message}`, err.headers, err.details);
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `line ${line.row.name}: the ${line.row.network} network did not take the message: ${reason}`);
   }
@@ -310,16 +311,29 @@ export async function recordInbound(
   return { record: toRecord(row, media.map((m, position) => ({ ...m, messageId: row.id, position, createdAt: 0 }))), duplicate: false };
 }
 
-/** One contact's messages, newest first; `limit` is clamped to 100. */
-export async function listHistory(messages: MessageRepository, input: { phone: string; limit: number; offset: number }) {
+/** The line a `line` filter names (id or name), or 400; undefined when none is given. */
+function lineFilter(lines: LineRegistry, ref: string | undefined): string | undefined {
+  if (ref === undefined) return undefined;
+  const line = lines.find(ref);
+  if (!line) throw new AppError("BAD_REQUEST", `line: no line ${JSON.stringify(ref)} (GET /api/lines lists them)`);
+  return line.row.id;
+}
+
+type ReadDeps = { storage: Pick<Storage, "messages">; lines: LineRegistry };
+
+/** One contact's messages (on every line, or on `line`), newest first; `limit` is clamped to 100. */
+export async function listHistory({ storage: { messages }, lines }: ReadDeps, input: { phone: string; limit: number; offset: number; line?: string | undefined }) {
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, total } = await messages.history(input.phone, limit, input.offset);
+  const { rows, total } = await messages.history(input.phone, limit, input.offset, lineFilter(lines, input.line));
   return pageAnswer(await toRecords(messages, rows), total, limit, input.offset);
 }
 
-/** Inbound messages after `since` (exclusive; omitted: from the first), oldest first; of direct chats only unless `chats` is `all`. */
-export async function pollInbound(messages: MessageRepository, input: { since?: number; phone?: string; limit: number; chats?: "direct" | "all" }) {
+/** Inbound messages after `since` (exclusive; omitted: from the first), oldest first; of direct chats only unless `chats` is `all`; on `line` only when given. */
+export async function pollInbound(
+  { storage: { messages }, lines }: ReadDeps,
+  input: { since?: number; phone?: string; limit: number; chats?: "direct" | "all"; line?: string | undefined },
+) {
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone, input.chats === "all");
+  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone, input.chats === "all", lineFilter(lines, input.line));
   return pollAnswer(await toRecords(messages, rows), hasMore);
 }

@@ -4,6 +4,7 @@ import type { AttemptOutcome, ClaimedDelivery, Storage } from "../db/port";
 import { toEvents } from "../events/types";
 import { errorText, type Logger } from "../log";
 import type { Recorder } from "../observability/recorder";
+import type { Secrets } from "../secrets/seal";
 import { attemptDelivery, type AttemptResult } from "./attempt";
 
 /** Attempts in flight in one process at most. */
@@ -36,6 +37,8 @@ export interface DelivererDeps {
   owner: string;
   /** Counts attempts by their outcome (absent: not counted). */
   metrics?: Pick<Recorder, "webhookAttempt">;
+  /** Opens the endpoints' stored signing secrets (src/secrets). */
+  secrets: Pick<Secrets, "open">;
 }
 
 /**
@@ -57,7 +60,7 @@ export function outcomeOf(result: AttemptResult, attemptsBefore: number, schedul
  * caps, and records each outcome. Claims again at once while work is due, else waits up to
  * IDLE_MS. Errors are logged, never thrown: a failed claim is retried later.
  */
-export function startDeliverer({ storage, config, log, owner, metrics }: DelivererDeps): Deliverer {
+export function startDeliverer({ storage, config, log, owner, metrics, secrets }: DelivererDeps): Deliverer {
   const perEndpoint = new Map<string, number>();
 
   const saturated = () => [...perEndpoint].filter(([, n]) => n > PER_ENDPOINT - PER_CLAIM).map(([id]) => id);
@@ -78,7 +81,8 @@ export function startDeliverer({ storage, config, log, owner, metrics }: Deliver
   const deliver = async ({ delivery, endpoint, event }: ClaimedDelivery) => {
     const [record] = await toEvents(storage.messages, [event]);
     const { id: eventId, ...payload } = record!;
-    const result = await attemptDelivery(endpoint, eventId, JSON.stringify(payload), { allowPrivate: config.ALLOW_PRIVATE_URLS });
+    const keys = { ...endpoint, secret: secrets.open(endpoint.secret), previousSecret: endpoint.previousSecret === null ? null : secrets.open(endpoint.previousSecret) };
+    const result = await attemptDelivery(keys, eventId, JSON.stringify(payload), { allowPrivate: config.ALLOW_PRIVATE_URLS });
     const outcome = outcomeOf(result, delivery.attempts, config.WEBHOOK_RETRY_SCHEDULE);
     metrics?.webhookAttempt(outcome.state);
     const fields = { endpoint: endpoint.id, event: eventId, delivery: delivery.id, attempt: delivery.attempts + 1 };

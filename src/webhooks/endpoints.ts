@@ -1,5 +1,6 @@
 import type { DeliveryRow, WebhookEndpointRow, WebhookRepository } from "../db/port";
 import { AppError } from "../errors";
+import type { Secrets } from "../secrets/seal";
 import { isoTime } from "../messages/time";
 import type { EventType } from "../vocabulary/events";
 import type { DeliveryState } from "../vocabulary/webhooks";
@@ -61,16 +62,18 @@ async function existing(webhooks: WebhookRepository, id: string): Promise<Webhoo
   return row;
 }
 
-export async function createEndpoint(deps: EndpointDeps, input: { url: string; events?: EventType[]; description?: string }) {
+export async function createEndpoint(deps: EndpointDeps & { secrets: Secrets }, input: { url: string; events?: EventType[]; description?: string }) {
   await checkUrl(input.url, deps.allowPrivateUrls);
+  const secret = newSecret();
+  // Stored sealed under SECRET_KEY (src/secrets); shown in the clear only now.
   const row = await deps.webhooks.createEndpoint({
     id: `we_${hex(16)}`,
     url: input.url,
     events: input.events ?? null,
     description: input.description ?? null,
-    secret: newSecret(),
+    secret: deps.secrets.seal(secret),
   });
-  return withSecret(row);
+  return withSecret({ ...row, secret });
 }
 
 /** Oldest first. */
@@ -103,10 +106,11 @@ export async function deleteEndpoint(webhooks: WebhookRepository, id: string): P
 }
 
 /** A new secret, shown once; the old one still signs (beside it) for 24 h so receivers can switch. */
-export async function rotateSecret(webhooks: WebhookRepository, id: string) {
-  const row = await webhooks.rotateSecret(id, newSecret(), PREVIOUS_SECRET_MS);
+export async function rotateSecret(deps: { webhooks: WebhookRepository; secrets: Secrets }, id: string) {
+  const secret = newSecret();
+  const row = await deps.webhooks.rotateSecret(id, deps.secrets.seal(secret), PREVIOUS_SECRET_MS);
   if (!row) throw notFound(id);
-  return withSecret(row);
+  return withSecret({ ...row, secret });
 }
 
 /** Newest first, of one state when given. */

@@ -51,11 +51,11 @@ export function createLocalBackend(app: App): MessagingBackend {
   return {
     hasGenerator: app.generator !== null,
     async poll(input) {
-      const page = await pollInbound(app.storage.messages, input);
+      const page = await pollInbound(app, input);
       return { messages: page.messages, hasMore: page.has_more };
     },
     async history(input) {
-      const page = await listHistory(app.storage.messages, input);
+      const page = await listHistory(app, input);
       return { messages: page.messages, total: page.total };
     },
     async chatHistory(input) {

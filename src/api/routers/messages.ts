@@ -87,7 +87,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(pollInput)
       .output(documentedOnly(pollOutput))
-      .query(({ ctx, input }) => pollInbound(ctx.app.storage.messages, input)),
+      .query(({ ctx, input }) => pollInbound(ctx.app, input)),
 
     // Declared before history, as poll is.
     scheduled: authedProcedure
@@ -211,7 +211,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(historyInput)
       .output(documentedOnly(historyOutput))
-      .query(({ ctx, input }) => listHistory(ctx.app.storage.messages, input)),
+      .query(({ ctx, input }) => listHistory(ctx.app, input)),
 
     generate: authedProcedure
       .meta({

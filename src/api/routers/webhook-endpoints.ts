@@ -36,7 +36,7 @@ const read = READ_ERRORS;
 const withBody = BODY_ERRORS;
 const NOT_FOUND = { 404: "No webhook endpoint with this id." };
 
-const deps = (ctx: Context) => ({ webhooks: ctx.app.storage.webhooks, allowPrivateUrls: ctx.app.config.ALLOW_PRIVATE_URLS });
+const deps = (ctx: Context) => ({ webhooks: ctx.app.storage.webhooks, allowPrivateUrls: ctx.app.config.ALLOW_PRIVATE_URLS, secrets: ctx.app.secrets });
 
 /** Outbound webhooks: where Textwire POSTs its events (docs/webhooks.md). */
 export const webhookEndpointsRouter = router({
@@ -145,7 +145,7 @@ export const webhookEndpointsRouter = router({
     })
     .input(endpointIdInput)
     .output(endpointWithSecretOutput)
-    .mutation(async ({ ctx, input }) => ({ success: true, endpoint: await rotateSecret(ctx.app.storage.webhooks, input.id) })),
+    .mutation(async ({ ctx, input }) => ({ success: true, endpoint: await rotateSecret(deps(ctx), input.id) })),
 
   deliveries: authedProcedure
     .meta({

@@ -1,0 +1,111 @@
+import { createLine, deleteLine, getLine, listLines, testLine, updateLine } from "../../lines/service";
+import { createLineInput, lineOutput, lineRef, linesOutput, lineTestOutput, updateLineInput } from "../../lines/schemas";
+import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
+import { authedProcedure, noInput, router } from "../trpc";
+
+const tags = ["lines"];
+const NOT_FOUND = { 404: "No line with this id or name." };
+const FIELDS =
+  "Invalid input naming the field: `name` not 1 to 40 lowercase letters, digits or '-'; `network` unknown; a setting or credential missing, malformed or not of this network (`settings.url`, `credentials.auth_token`, …); `address` not our number (Twilio); `fallback` no line.";
+
+/** Lines (docs/lines.md): the deployment's numbers and networks. Credentials are taken, never returned. */
+export const linesRouter = router({
+  list: authedProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/api/lines",
+        tags,
+        summary: "Every line",
+        description: "Every line, enabled or not, oldest first: the environment's (`managed: env`, named `default`) and those added through the API. Credentials are never shown.",
+        protect: true,
+        errorResponses: READ_ERRORS,
+      },
+    })
+    .input(noInput)
+    .output(linesOutput)
+    .query(({ ctx }) => ({ success: true, lines: listLines(ctx.app) })),
+
+  create: authedProcedure
+    .meta({
+      successStatus: 201,
+      openapi: {
+        method: "POST",
+        path: "/api/lines",
+        tags,
+        summary: "Add a line",
+        description:
+          "A number or account on a network: its settings are checked and its credentials stored encrypted (SECRET_KEY). It is used by every process within 5 s. Point the network's webhooks at the answer's `webhook_url`. Event `line.created`.",
+        protect: true,
+        successDescription: "Created.",
+        errorResponses: {
+          ...BODY_ERRORS,
+          400: FIELDS,
+          409: "A line with this name exists.",
+          422: "The deployment cannot serve this network: a twilio line needs PUBLIC_URL, an android line an https PUBLIC_URL.",
+          502: "The network did not take the webhook registration (Android).",
+        },
+      },
+    })
+    .input(createLineInput)
+    .output(lineOutput)
+    .mutation(async ({ ctx, input }) => ({ success: true, line: await createLine(ctx.app, input) })),
+
+  get: authedProcedure
+    .meta({
+      openapi: { method: "GET", path: "/api/lines/{id}", tags, summary: "A line", description: "`id`: the line's id or name.", protect: true, errorResponses: { ...READ_ERRORS, ...NOT_FOUND } },
+    })
+    .input(lineRef())
+    .output(lineOutput)
+    .query(({ ctx, input }) => ({ success: true, line: getLine(ctx.app, decodeURIComponent(input.id)) })),
+
+  update: authedProcedure
+    .meta({
+      openapi: {
+        method: "PATCH",
+        path: "/api/lines/{id}",
+        tags,
+        summary: "Change a line",
+        description:
+          "The fields given change: `settings` replaces the settings, each credential given replaces that one. `default: true` takes the mark from the line that had it; `enabled: false` stops sends through it (inbound still stored). The environment's line changes only through the environment (409), except `default: true`. Event `line.updated`.",
+        protect: true,
+        errorResponses: { ...BODY_ERRORS, ...NOT_FOUND, 400: FIELDS, 409: "The name is taken, the line is the environment's, or it is the default line being disabled.", 422: "The deployment cannot serve this network." },
+      },
+    })
+    .input(lineRef().extend(updateLineInput.shape).strict())
+    .output(lineOutput)
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ success: true, line: await updateLine(ctx.app, decodeURIComponent(id), patch) })),
+
+  delete: authedProcedure
+    .meta({
+      openapi: {
+        method: "DELETE",
+        path: "/api/lines/{id}",
+        tags,
+        summary: "Delete a line",
+        description: "Only a line that never carried a message or a group: otherwise 409, disable it instead. Lines falling back to it lose their fallback. Event `line.deleted`.",
+        protect: true,
+        errorResponses: { ...READ_ERRORS, ...NOT_FOUND, 409: "The line has messages, is the default, or is the environment's." },
+      },
+    })
+    .input(lineRef())
+    .output(lineOutput)
+    .mutation(async ({ ctx, input }) => ({ success: true, line: await deleteLine(ctx.app, decodeURIComponent(input.id)) })),
+
+  test: authedProcedure
+    .meta({
+      openapi: {
+        method: "POST",
+        path: "/api/lines/{id}/test",
+        tags,
+        summary: "Check a line against its network",
+        description:
+          "One authenticated call that proves the settings and credentials, sending no message (Twilio: the account; BlueBubbles: server/info; Android: the device). `ok` false says in `detail` what failed; the answer is 200 either way.",
+        protect: true,
+        errorResponses: { ...READ_ERRORS, ...NOT_FOUND },
+      },
+    })
+    .input(lineRef())
+    .output(lineTestOutput)
+    .mutation(async ({ ctx, input }) => ({ success: true, ...(await testLine(ctx.app, decodeURIComponent(input.id))) })),
+});
