@@ -6,6 +6,7 @@ import { errorText, type Logger } from "../log";
 import { isoTime } from "../messages/time";
 import type { Secrets } from "../secrets/seal";
 import { DEFAULT_LINE_ID, type LineNetwork } from "../vocabulary/lines";
+import { chooseLine } from "./choose";
 import { buildDriver, deploymentProblem, webhookPathOf } from "./drivers";
 import type { Line, LineRegistry } from "./registry";
 import { isPhoneAddress, NETWORK_FIELDS, type CreateLineInput, type LineCredentials, type LineRecord, type LineSettings, type UpdateLineInput } from "./schemas";
@@ -226,4 +227,15 @@ export async function testLine(deps: LinesDeps, ref: string): Promise<{ ok: bool
     }
   }
   return result;
+}
+
+/**
+ * Where a send to `phone` would go now, sending nothing (the console's composer shows it):
+ * the line routing picks and why, and the line it would go through instead when the phone is
+ * known not to have iMessage (src/lines/choose.ts).
+ */
+export async function previewRoute(deps: LinesDeps, phone: string): Promise<{ line: LineRecord; reason: string; rerouted_from: string | null }> {
+  const contact = await deps.storage.contacts.beforeSend(phone);
+  const chosen = await chooseLine(deps, { stickyLine: contact.lineId }, phone);
+  return { line: toLineRecord(chosen.line, deps.lines, deps.config), reason: chosen.rerouted ? chosen.rerouted.reason : chosen.reason, rerouted_from: chosen.rerouted?.from.row.id ?? null };
 }

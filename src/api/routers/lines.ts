@@ -1,7 +1,9 @@
-import { createLine, deleteLine, getLine, listLines, testLine, updateLine } from "../../lines/service";
-import { createLineInput, lineOutput, lineRef, linesOutput, lineTestOutput, updateLineInput } from "../../lines/schemas";
+import { z } from "zod";
+import { createLine, deleteLine, getLine, listLines, previewRoute, testLine, updateLine } from "../../lines/service";
+import { phoneSchema } from "../../messages/schemas";
+import { createLineInput, lineOutput, lineRecord, lineRef, linesOutput, lineTestOutput, updateLineInput } from "../../lines/schemas";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
-import { authedProcedure, noInput, router } from "../trpc";
+import { authedProcedure, documentedOnly, noInput, router } from "../trpc";
 
 const tags = ["lines"];
 const NOT_FOUND = { 404: "No line with this id or name." };
@@ -108,4 +110,10 @@ export const linesRouter = router({
     .input(lineRef())
     .output(lineTestOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, ...(await testLine(ctx.app, decodeURIComponent(input.id))) })),
+
+  /** The console's composer: where a send to `phone` would go now (tRPC only). */
+  route: authedProcedure
+    .input(z.object({ phone: phoneSchema }))
+    .output(documentedOnly(z.object({ success: z.boolean(), line: lineRecord, reason: z.string(), rerouted_from: z.string().nullable() })))
+    .query(async ({ ctx, input }) => ({ success: true, ...(await previewRoute(ctx.app, input.phone)) })),
 });
