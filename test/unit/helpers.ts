@@ -4,6 +4,10 @@ import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres
 import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
 import type { NetworkCapabilities } from "../../src/vocabulary/network";
+import type { LineRow } from "../../src/db/lines";
+import type { Line, LineRegistry } from "../../src/lines/registry";
+import type { NetworkDriver } from "../../src/network/driver";
+import { DEFAULT_LINE_ID, type LineNetwork, type LineRef } from "../../src/vocabulary/lines";
 import { createTestDatabase, postgresEnabled, type TestDatabase } from "../support/postgres";
 
 /** A database the unit tests run on; each test file runs its storage tests once per entry of `dialects`. */
@@ -140,3 +144,40 @@ export const outboundRow = (extra: Partial<NewMessage> = {}): NewMessage => ({
 });
 /** A message as the loopback webhook stores it: inbound and `received`, from +14155550123, with an id of its own; `extra` overrides. */
 export const inboundRow = (extra: Partial<NewMessage> = {}): NewMessage => outboundRow({ id: `in-${++rowSeq}`, body: "hi", direction: "inbound", status: "received", ...extra });
+
+/**
+ * The lines of a deployment with one line (the environment's, `ln_default`) whose driver is
+ * `driver`: what the service tests pass where a process has its registry (src/lines/registry.ts).
+ * `more` adds lines of other drivers, each named by its driver's name.
+ */
+export function oneLine(driver: NetworkDriver, ...more: NetworkDriver[]): LineRegistry {
+  const row = (id: string, d: NetworkDriver, isDefault: boolean): LineRow => ({
+    id,
+    name: id === DEFAULT_LINE_ID ? "default" : d.name,
+    network: d.name as LineNetwork,
+    address: null,
+    enabled: true,
+    isDefault,
+    fallback: null,
+    settings: "{}",
+    credentials: null,
+    managed: id === DEFAULT_LINE_ID ? "env" : "api",
+    createdAt: 0,
+    updatedAt: 0,
+  });
+  const lines: Line[] = [driver, ...more].map((d, i) => ({ row: row(i === 0 ? DEFAULT_LINE_ID : `ln_${d.name}`, d, i === 0), settings: {}, driver: d }));
+  return {
+    all: () => lines,
+    find: (ref) => lines.find((l) => l.row.id === ref || l.row.name === ref),
+    get(id) {
+      const found = lines.find((l) => l.row.id === id);
+      if (!found) throw new Error(`no line ${id}`);
+      return found;
+    },
+    default: () => lines[0]!,
+    refresh: async () => false,
+  };
+}
+
+/** The environment's line as stored messages name it, on `network`. */
+export const envLineOf = (network: string): LineRef => ({ id: DEFAULT_LINE_ID, network });
