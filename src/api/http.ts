@@ -295,11 +295,12 @@ function serveRoutes(app: App, routes: Route[], origins?: ReturnType<typeof crea
     }
     if (row.auth) {
       try {
-        const { keyId, headers } = await authenticate(app, req, ctx.ip, {
+        const { key, headers } = await authenticate(app, req, ctx.ip, {
           calls: row.auth === "trpc" ? trpcCalls(url) : 1,
           ...(row.session && origins ? { isOwnOrigin: (origin: string) => origins.isOwn(origin, req, url, ctx.peer) } : {}),
         });
-        ctx.keyId = keyId;
+        ctx.keyId = key.id;
+        ctx.key = key;
         Object.assign(ctx.responseHeaders, headers);
       } catch (err) {
         // tRPC clients read errors in tRPC's format, a database outage's too: each procedure of the request throws it.

@@ -97,8 +97,8 @@ const ERROR_SCHEMAS: Record<string, Json> = {
 /** What each error status means when a route does not say more. */
 const ERROR_TEXT: Record<number, [description: string, example: string]> = {
   400: ["Invalid input: `message` names the field, `issues` lists each one. Also malformed JSON.", "phone: must be E.164, e.g. +14155550123"],
-  401: ["Missing or invalid API key.", "authorization: invalid API key"],
-  403: ["Not allowed.", "forbidden"],
+  401: ["Missing, invalid, revoked or expired API key.", "authorization: invalid API key"],
+  403: ["Not allowed: the key lacks the scope this route needs, or one of its limits refuses the request (docs/security.md); `message` names what is missing. Nothing changed.", "scope: this key lacks messages:send"],
   404: ["No such route.", "no route POST /webhooks/twilio/other"],
   405: ["This path does not serve the method; `Allow` lists those it does.", "method PUT not allowed on /api/send; use POST"],
   409: [

@@ -1,4 +1,4 @@
-import type { EventType } from "../vocabulary/events";
+import { isAdminEvent, type AdminEventType, type EventType } from "../vocabulary/events";
 import type { MessageStatus } from "../vocabulary/message-status";
 import type { DeliveryState, EndpointDisabledReason } from "../vocabulary/webhooks";
 import { queueSize, type QueueSize, type RecordRow } from "./messages";
@@ -6,7 +6,7 @@ import { all, changed, choose, count, declare, get, page, run, sql } from "./sql
 import type { WorkflowRunRow } from "./workflows";
 
 /** The events about a message; `contact.typing` is about a contact, `workflow.run_failed` about a run. */
-export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing" | "chat.updated">;
+export type MessageEventType = Exclude<EventType, "workflow.run_failed" | "contact.typing" | "chat.updated" | AdminEventType>;
 
 /**
  * An event as stored, written in the transaction of the change it reports: by the
@@ -38,6 +38,13 @@ export type EventRow =
       type: "chat.updated";
       timestamp: number;
       /** The chat record as the change left it. */
+      data: Record<string, unknown>;
+    }
+  | {
+      id: string;
+      type: AdminEventType;
+      timestamp: number;
+      /** The changed record and `actor_key_id`. */
       data: Record<string, unknown>;
     }
   | {
@@ -215,7 +222,7 @@ function toEventRow(row: Stored): EventRow {
     return { ...event, run: { ...run, dryRun: Boolean(run.dryRun) } } as EventRow;
   }
   const data = typeof row.data === "string" ? JSON.parse(row.data) : null;
-  if (row.eventType === "contact.typing" || row.eventType === "chat.updated") return { ...event, data } as EventRow;
+  if (row.eventType === "contact.typing" || row.eventType === "chat.updated" || isAdminEvent(String(row.eventType))) return { ...event, data } as EventRow;
   const message = fields(row, "message");
   return { ...event, message: { ...message, mediaCount: message.mediaCount ?? 0, reactionCount: message.reactionCount ?? 0 }, previousStatus: row.previousStatus, data } as EventRow;
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { chatState } from "../messages/chat-schemas";
 import { isoInstant, messageRecord, reactionRecord, wholeNumber } from "../messages/schemas";
-import { EVENT_TYPES } from "../vocabulary/events";
+import { ADMIN_EVENT_TYPES, EVENT_TYPES } from "../vocabulary/events";
 import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
 
 export const eventType = z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` });
@@ -78,6 +78,18 @@ export const eventRecord = z
     z
       .object({ ...eventFields, type: z.literal("chat.updated"), data: chatState })
       .meta({ id: "ChatUpdatedEvent", description: "A group chat was renamed or its participants changed, through the API or by someone on the network: the chat as the change left it." }),
+    z
+      .object({
+        ...eventFields,
+        type: z.enum(ADMIN_EVENT_TYPES),
+        data: z
+          .object({
+            actor_key_id: z.string().nullable().meta({ description: "The id of the key that acted; null when the CLI did." }),
+            api_key: z.record(z.string(), z.unknown()).optional().meta({ description: "key.*: the key's record (never the key)." }),
+            endpoint: z.record(z.string(), z.unknown()).optional().meta({ description: "webhook_endpoint.*: the endpoint's record (never its secret)." }),
+          }),
+      })
+      .meta({ id: "AdminEvent", description: "An admin action (a key created or revoked, a webhook endpoint added, changed or deleted), with the key that did it." }),
   ])
   .meta({ id: "Event" });
 

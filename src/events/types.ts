@@ -27,7 +27,7 @@ export function toEvent(row: EventRow, media: readonly MediaRow[] = [], reaction
   const data =
     row.type === "workflow.run_failed"
       ? toRunRecord(row.run)
-      : row.type === "contact.typing" || row.type === "chat.updated"
+      : !("message" in row)
         ? row.data
         : row.type === "message.status_updated"
           ? { ...toRecord(row.message, media, reactions), previous_status: row.previousStatus }
