@@ -13,9 +13,18 @@ const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;)\\s*${SESSION_COOKIE}=([^;]*)`);
  * A failed authentication, counted against the client address (20 a minute): `error`,
  * or 429 once the address is past that count.
  */
-export function authFailure(app: App, clientAddress: string, error: AppError): AppError {
+export function authFailure(app: Pick<App, "authFailures">, clientAddress: string, error: AppError): AppError {
+  return throttledFailure(app, clientAddress) ?? error;
+}
+
+/**
+ * Counts one failed authentication of any kind (an API key, a console sign-in, a network
+ * webhook's secret or signature, the metrics token) against the client address: 429 once
+ * the address is past 20 a minute, else null (the caller answers its own refusal).
+ */
+export function throttledFailure(app: Pick<App, "authFailures">, clientAddress: string): AppError | null {
   const failures = app.authFailures.take(clientAddress);
-  if (failures.allowed) return error;
+  if (failures.allowed) return null;
   return new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
     "Retry-After": String(failures.retryAfterSeconds),
   });

@@ -5,7 +5,7 @@ import { annotateSpan, withRequestSpan } from "../observability/trace";
 import { AppError, type ErrorCode } from "../errors";
 import { applyNetworkEvents } from "../messages/network-events";
 import { CODE_OF_STATUS, errorResponse, failureOf, methodNotAllowed, noRoute, type Failure } from "./errors";
-import { authenticate } from "./auth";
+import { authenticate, authFailure } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
 import { createMcpRoute, MCP_PATH } from "./mcp";
@@ -172,9 +172,10 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
     // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
+    // Unauthenticated: refused before the body is read, as REST is (each call answers the failure in tRPC's format).
     const trpcReq =
       req.method === "POST"
-        ? new Request(req.url, { method: "POST", headers: req.headers, body: await readJsonText(req) })
+        ? new Request(req.url, { method: "POST", headers: req.headers, body: ctx.authError === undefined ? await readJsonText(req) : "" })
         : req.method === "HEAD"
           ? new Request(req.url, { method: "GET", headers: req.headers })
           : req;
@@ -194,10 +195,17 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
   };
 
   /** A network's own webhook (`/webhooks/twilio`, `/webhooks/twilio/status`, …): verified by its driver. */
-  const serveNetworkWebhook: Handler = async (req, url) => {
+  const serveNetworkWebhook: Handler = async (req, url, ctx) => {
     const driver = app.network;
     const subpath = url.pathname.slice(`/webhooks/${driver.name}/`.length);
-    const { response, ...events } = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
+    let verified;
+    try {
+      verified = await driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
+    } catch (err) {
+      // A wrong secret or signature is a failed authentication: counted, then 429 (src/api/auth.ts).
+      throw err instanceof AppError && err.code === "UNAUTHORIZED" ? authFailure(app, ctx.ip, err) : err;
+    }
+    const { response, ...events } = verified;
     const applied = await applyNetworkEvents(app.storage, driver.name, events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
     app.log.info("webhook", { network: driver.name, ...applied });
     return response;

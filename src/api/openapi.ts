@@ -479,20 +479,33 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({
   url: "/openapi.json",
   dom_id: "#reference",
   deepLinking: true,
-  persistAuthorization: true,
+  // The key typed into "Authorize" stays in this page's memory, never in localStorage (docs/security.md).
+  persistAuthorization: false,
   tryItOutEnabled: true,
 });
 `;
 
+/**
+ * On every /docs response, as /console has its own: the page loads only this server's files
+ * and cannot be framed. Swagger UI sets inline styles, so styles may be inline; scripts may not.
+ */
+const DOCS_HEADERS: Record<string, string> = {
+  "Content-Security-Policy":
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "same-origin",
+  "X-Frame-Options": "DENY",
+};
+
 /** `/docs`: Swagger UI from the installed swagger-ui-dist package, no CDN. Null when not a docs path. */
 export function docsResponse(path: string): Response | null {
   if (path === "/docs" || path === "/docs/") {
-    return new Response(DOCS_PAGE, { headers: { "Content-Type": "text/html; charset=utf-8" } });
+    return new Response(DOCS_PAGE, { headers: { "Content-Type": "text/html; charset=utf-8", ...DOCS_HEADERS } });
   }
   if (path === "/docs/init.js") {
-    return new Response(DOCS_INIT, { headers: { "Content-Type": "text/javascript; charset=utf-8" } });
+    return new Response(DOCS_INIT, { headers: { "Content-Type": "text/javascript; charset=utf-8", ...DOCS_HEADERS } });
   }
   const asset = DOCS_ASSETS[path];
-  if (asset) return new Response(Bun.file(join(SWAGGER_DIR, asset)), { headers: { "Cache-Control": "public, max-age=3600" } });
+  if (asset) return new Response(Bun.file(join(SWAGGER_DIR, asset)), { headers: { "Cache-Control": "public, max-age=3600", ...DOCS_HEADERS } });
   return null;
 }

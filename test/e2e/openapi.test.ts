@@ -280,6 +280,21 @@ describe("GET /docs", () => {
     }
   });
 
+  test("keeps no key in localStorage, and is served with a CSP and X-Frame-Options: DENY as /console is", async () => {
+    const { scripts } = assets();
+    const init = await (await fetch(new URL(scripts.find((u) => u.includes("init"))!, `${server.url}/docs`))).text();
+    // Swagger UI's persistAuthorization writes the typed key to localStorage.
+    expect(init).toContain("persistAuthorization: false");
+    for (const path of ["/docs", ...scripts]) {
+      const res = await fetch(new URL(path, `${server.url}/docs`));
+      await res.arrayBuffer();
+      expect([path, res.headers.get("x-frame-options")]).toEqual([path, "DENY"]);
+      const csp = res.headers.get("content-security-policy") ?? "";
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toMatch(/script-src 'self'(;|$)/);
+    }
+  });
+
   test("points the reference at this server's /openapi.json", async () => {
     const { scripts } = assets();
     let text = html;
