@@ -36,7 +36,9 @@ export function GroupThread({ chatId }: { chatId: string }) {
   }, [unread, fetchedAt, chatId, markReadNow, mayMark]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
-      <h2 id={headingId}>{label}</h2>
+      <h2 id={headingId}>
+        <bdi>{label}</bdi>
+      </h2>
       {group && <p>Group with {group.participants.join(", ")}</p>}
       <ErrorAlert error={chat.error ?? history.error ?? markRead.error} />
       {history.hasOlder && (

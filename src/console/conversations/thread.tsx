@@ -44,7 +44,9 @@ export function Thread({ phone }: { phone: string }) {
   }, [unread, fetchedAt, phone, markReadNow, mayMark]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
-      <h2 id={headingId}>{phone}</h2>
+      <h2 id={headingId}>
+        <bdi>{phone}</bdi>
+      </h2>
       {optedOut && (
         <p>
           <mark>Opted out</mark>
