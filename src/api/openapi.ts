@@ -386,6 +386,7 @@ const TAGS = [
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
   { name: "webhook-endpoints", description: "Outbound webhooks: where Textwire POSTs its events, signed (docs/webhooks.md)." },
   { name: "events", description: "What happened, oldest first: the events webhook endpoints get, to read with a cursor." },
+  { name: "keys", description: "API keys with their scopes and limits (docs/security.md); every route needs keys:manage." },
   { name: "health", description: "Health, liveness and readiness for load balancers and orchestrators." },
 ];
 
