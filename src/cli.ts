@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { createApp, type App } from "./app";
-import { createKey, listKeys, revokeKey } from "./auth/keys";
+import { createKey, createKeyInput, listKeys, revokeKey } from "./auth/keys";
 import { ConfigError, loadConfig } from "./config";
 import { backupSqlite, DatabaseError, isPostgresUrl, openStorage } from "./db";
 import { AppError, parseInput } from "./errors";
@@ -35,9 +35,12 @@ import { configuredRemoteBackend } from "./workflows/remote-backend";
 
 const USAGE = `usage: bun run textwire <command>
 
-  keys create --name NAME   create an API key (printed once, never stored)
-  keys list                 list keys by name and prefix
-  keys revoke NAME          revoke a key; it stops working at once
+  keys create --name NAME [--scopes SCOPE,SCOPE] [--lines ID,ID] [--reach any|known]
+              [--expires-at ISO]
+                            create an API key (printed once, never stored); default
+                            scopes * (everything); see docs/security.md
+  keys list                 list keys: name, prefix, scopes, limits, last use
+  keys revoke ID|NAME       revoke a key; it stops working at once
   send PHONE MESSAGE        send a message, e.g. send +14155550123 "Hello"
   send --chat ID MESSAGE    send into a chat (a group's id from chats list)
   chats list [--kind direct|group] [--limit N]
@@ -112,9 +115,22 @@ async function keys(args: string[]) {
   try {
     switch (sub) {
       case "create": {
-        const { values, positionals } = parseArgs({ args: rest, options: { name: { type: "string" } }, strict: true, allowPositionals: true });
+        const { values, positionals } = parseArgs({
+          args: rest,
+          options: { name: { type: "string" }, scopes: { type: "string" }, lines: { type: "string" }, reach: { type: "string" }, "expires-at": { type: "string" } },
+          strict: true,
+          allowPositionals: true,
+        });
         if (!values.name || positionals.length) throw new UsageError("keys create takes --name NAME");
-        const { key } = await createKey(keys, values.name);
+        const list = (text?: string) => text?.split(",").map((item) => item.trim()).filter(Boolean);
+        const input = parseInput(createKeyInput, {
+          name: values.name,
+          scopes: list(values.scopes),
+          lines: list(values.lines),
+          reach: values.reach,
+          expires_at: values["expires-at"],
+        });
+        const { key } = await createKey(storage, input);
         print(key);
         process.stderr.write(`Created key "${values.name}". Store it now: it is not shown again.\n`);
         return;
@@ -122,14 +138,16 @@ async function keys(args: string[]) {
       case "list": {
         const rows = await listKeys(keys);
         if (rows.length === 0) return print("no keys stored (keys from API_KEYS are not listed)");
-        print(["NAME".padEnd(24) + "PREFIX".padEnd(14) + "CREATED".padEnd(26) + "STATUS"]
-          .concat(rows.map((k) => k.name.padEnd(24) + `${k.prefix}…`.padEnd(14) + k.created_at.padEnd(26) + (k.revoked_at ? `revoked ${k.revoked_at}` : "active")))
+        const limits = (k: (typeof rows)[number]) =>
+          [k.lines ? `lines ${k.lines.join(",")}` : "", k.reach === "known" ? "reach known" : "", k.expires_at ? `expires ${k.expires_at}` : ""].filter(Boolean).join("; ") || "-";
+        print(["NAME".padEnd(24) + "PREFIX".padEnd(14) + "SCOPES".padEnd(32) + "LIMITS".padEnd(30) + "CREATED".padEnd(26) + "LAST USED".padEnd(26) + "STATUS"]
+          .concat(rows.map((k) => k.name.padEnd(24) + `${k.prefix}…`.padEnd(14) + k.scopes.join(",").padEnd(32) + limits(k).padEnd(30) + k.created_at.padEnd(26) + (k.last_used_at ?? "never").padEnd(26) + (k.revoked_at ? `revoked ${k.revoked_at}` : "active")))
           .join("\n"));
         return;
       }
       case "revoke": {
-        const [name] = expectArgs(rest, ["NAME"]);
-        await revokeKey(keys, name!);
+        const [name] = expectArgs(rest, ["ID|NAME"]);
+        await revokeKey(storage, name!);
         print(`revoked ${name}`);
         return;
       }
@@ -213,7 +231,7 @@ async function webhooks(args: string[]) {
   if (extra) throw new UsageError(`webhooks ${sub} does not take --${extra}`);
   const app = await openApp();
   const store = app.storage.webhooks;
-  const deps = { webhooks: store, allowPrivateUrls: app.config.ALLOW_PRIVATE_URLS, secrets: app.secrets };
+  const deps = { storage: app.storage, webhooks: store, allowPrivateUrls: app.config.ALLOW_PRIVATE_URLS, actorKeyId: null, secrets: app.secrets };
   try {
     switch (sub) {
       case "create": {
@@ -248,7 +266,7 @@ async function webhooks(args: string[]) {
       }
       case "delete": {
         const [id] = expectArgs(positionals, ["ID"]);
-        await deleteEndpoint(store, id!);
+        await deleteEndpoint(deps, id!);
         return print(`deleted ${id}`);
       }
       case "rotate-secret": {

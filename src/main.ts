@@ -71,13 +71,14 @@ async function ensureSomeKey(app: App) {
   if (app.config.API_KEYS.length > 0 || (await countActiveKeys(app.storage.apiKeys)) > 0) return;
   let key: string;
   try {
-    ({ key } = await createKey(app.storage.apiKeys, "default"));
+    ({ key } = await createKey(app.storage, { name: "default" }));
   } catch (err) {
     // Processes started together on a new database: one of them created it and printed it.
     if (err instanceof AppError && err.code === "CONFLICT") return;
     throw err;
   }
-  process.stdout.write(`\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`);
+  // Standard error, apart from the JSON log lines on standard output: the key never enters the log stream.
+  process.stderr.write(`\nNo API key existed, so one was created (name "default"). It is shown only now; store it safely:\n\n  ${key}\n\n`);
 }
 
 /** The app over the open storage; a SECRET_KEY that cannot open the stored secrets stops the start with one line. */

@@ -1,4 +1,5 @@
 import type { App } from "../app";
+import type { KeyAuth } from "../auth/policy";
 import { csrfMatches, sessionAuth, type LiveSession } from "../auth/sessions";
 import { AppError } from "../errors";
 import { rateLimitHeaders } from "./rate-limit";
@@ -12,9 +13,18 @@ const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;)\\s*${SESSION_COOKIE}=([^;]*)`);
  * A failed authentication, counted against the client address (20 a minute): `error`,
  * or 429 once the address is past that count.
  */
-export function authFailure(app: App, clientAddress: string, error: AppError): AppError {
+export function authFailure(app: Pick<App, "authFailures">, clientAddress: string, error: AppError): AppError {
+  return throttledFailure(app, clientAddress) ?? error;
+}
+
+/**
+ * Counts one failed authentication of any kind (an API key, a console sign-in, a network
+ * webhook's secret or signature, the metrics token) against the client address: 429 once
+ * the address is past 20 a minute, else null (the caller answers its own refusal).
+ */
+export function throttledFailure(app: Pick<App, "authFailures">, clientAddress: string): AppError | null {
   const failures = app.authFailures.take(clientAddress);
-  if (failures.allowed) return error;
+  if (failures.allowed) return null;
   return new AppError("TOO_MANY_REQUESTS", "too many failed authentication attempts from this address; try again later", {
     "Retry-After": String(failures.retryAfterSeconds),
   });
@@ -65,22 +75,22 @@ export interface AuthOptions {
  * rate limit, or, where `isOwnOrigin` is given and no Authorization header is sent, a
  * console session (as its key, same rate limit; its state-changing requests pass
  * checkCsrf). Only failures count against the client address (20 a minute), and only
- * failures are refused by that count: a valid key always gets past it. Returns the key's
- * id and the headers the response carries; throws 401, 403 or 429.
+ * failures are refused by that count: a valid key always gets past it. Returns the key
+ * (its id, scopes and limits) and the headers the response carries; throws 401, 403 or 429.
  */
-export async function authenticate(app: App, req: Request, clientAddress: string, opts: AuthOptions = {}): Promise<{ keyId: string; headers: Record<string, string> }> {
+export async function authenticate(app: App, req: Request, clientAddress: string, opts: AuthOptions = {}): Promise<{ key: KeyAuth; headers: Record<string, string> }> {
   const calls = opts.calls ?? 1;
   const authorization = req.headers.get("authorization");
   const { isOwnOrigin } = opts;
   const session = isOwnOrigin && authorization === null ? await cookieSession(app, req, clientAddress) : undefined;
-  let keyId: string | null;
+  let verified: KeyAuth | null;
   if (session && isOwnOrigin) {
     checkCsrf(req, session, isOwnOrigin);
-    keyId = session.keyId;
+    verified = session.key;
   } else {
     const key = BEARER.exec(authorization ?? "")?.[1];
-    keyId = key ? await app.verifyKey(key) : null;
-    if (!keyId) {
+    verified = key ? await app.verifyKey(key) : null;
+    if (!verified) {
       throw authFailure(
         app,
         clientAddress,
@@ -92,7 +102,7 @@ export async function authenticate(app: App, req: Request, clientAddress: string
       );
     }
   }
-  return { keyId, headers: takeRateLimit(app, keyId, calls) };
+  return { key: verified, headers: takeRateLimit(app, verified.id, calls) };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Line } from "../lines/registry";
 import { applyNetworkEvents, lineRef } from "../messages/network-events";
 import { DEFAULT_LINE_ID } from "../vocabulary/lines";
 import { CODE_OF_STATUS, errorResponse, failureOf, methodNotAllowed, noRoute, type Failure } from "./errors";
-import { authenticate } from "./auth";
+import { authenticate, authFailure } from "./auth";
 import { createClientAddress } from "./client-address";
 import { CONSOLE_ASSETS_PREFIX, CONSOLE_SESSION_PATH, createConsoleRoutes, createOrigins } from "./console";
 import { createMcpRoute, MCP_PATH } from "./mcp";
@@ -177,9 +177,10 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
 
   const serveTrpc: Handler = async (req, _url, ctx) => {
     // HEAD is a GET here: tRPC itself would answer it 204 without running the query.
+    // Unauthenticated: refused before the body is read, as REST is (each call answers the failure in tRPC's format).
     const trpcReq =
       req.method === "POST"
-        ? new Request(req.url, { method: "POST", headers: req.headers, body: await readJsonText(req) })
+        ? new Request(req.url, { method: "POST", headers: req.headers, body: ctx.authError === undefined ? await readJsonText(req) : "" })
         : req.method === "HEAD"
           ? new Request(req.url, { method: "GET", headers: req.headers })
           : req;
@@ -202,20 +203,25 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
    * A line's own webhook, verified by its driver with that line's credentials: `/webhooks/lines/<id>[/<subpath>]`,
    * and the environment's line at `/webhooks/<network>[/<subpath>]` as before lines. What it reports is stored on that line.
    */
-  const serveLineWebhook = (line: Line, prefix: string, req: Request, url: URL) => {
+  const serveLineWebhook = async (line: Line, prefix: string, req: Request, url: URL, ctx: Context) => {
     const subpath = url.pathname.slice(prefix.length + 1);
-    return (async () => {
-      const { response, ...events } = await line.driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
-      const applied = await applyNetworkEvents(app.storage, lineRef(line), events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
-      app.log.info("webhook", { line: line.row.name, network: line.row.network, ...applied });
-      return response;
-    })();
+    let verified;
+    try {
+      verified = await line.driver.webhook!({ url, subpath, headers: req.headers, body: await readBody(req) });
+    } catch (err) {
+      // A wrong secret or signature is a failed authentication: counted, then 429 (src/api/auth.ts).
+      throw err instanceof AppError && err.code === "UNAUTHORIZED" ? authFailure(app, ctx.ip, err) : err;
+    }
+    const { response, ...events } = verified;
+    const applied = await applyNetworkEvents(app.storage, lineRef(line), events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
+    app.log.info("webhook", { line: line.row.name, network: line.row.network, ...applied });
+    return response;
   };
-  const serveLinesWebhook: Handler = (req, url) => {
+  const serveLinesWebhook: Handler = (req, url, ctx) => {
     const id = url.pathname.slice(LINES_WEBHOOK_PREFIX.length).split("/")[0]!;
     const line = app.lines.all().find((l) => l.row.id === id);
     if (!line?.driver.webhook) throw new AppError("NOT_FOUND", `no line ${id} takes webhooks`);
-    return serveLineWebhook(line, `${LINES_WEBHOOK_PREFIX}${id}`, req, url);
+    return serveLineWebhook(line, `${LINES_WEBHOOK_PREFIX}${id}`, req, url, ctx);
   };
 
   // The routing table: the first row whose path matches decides (404 when none, 405 with Allow).
@@ -247,7 +253,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
   if (envLine?.driver.webhook && envLine.row.network !== "loopback") {
     const prefix = `/webhooks/${envLine.row.network}`;
     // The environment's line as it is now (its driver is rebuilt when the environment changes at a restart only).
-    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: (req, url) => serveLineWebhook(app.lines.get(DEFAULT_LINE_ID), prefix, req, url) }, undefined, { label: prefix }));
+    routes.push(route(when((p) => p === prefix || p.startsWith(`${prefix}/`)), { POST: (req, url, ctx) => serveLineWebhook(app.lines.get(DEFAULT_LINE_ID), prefix, req, url, ctx) }, undefined, { label: prefix }));
   }
   // The REST routes (src/api/rest.ts), one row per path, in the router's order.
   const restRows = new Map<string, { pattern: RegExp; methods: Route["methods"]; label: string }>();
@@ -313,11 +319,12 @@ function serveRoutes(app: App, routes: Route[], origins?: ReturnType<typeof crea
     }
     if (row.auth) {
       try {
-        const { keyId, headers } = await authenticate(app, req, ctx.ip, {
+        const { key, headers } = await authenticate(app, req, ctx.ip, {
           calls: row.auth === "trpc" ? trpcCalls(url) : 1,
           ...(row.session && origins ? { isOwnOrigin: (origin: string) => origins.isOwn(origin, req, url, ctx.peer) } : {}),
         });
-        ctx.keyId = keyId;
+        ctx.keyId = key.id;
+        ctx.key = key;
         Object.assign(ctx.responseHeaders, headers);
       } catch (err) {
         // tRPC clients read errors in tRPC's format, a database outage's too: each procedure of the request throws it.

@@ -61,13 +61,14 @@ export function createMcpRoute(app: App, router: AppRouter, edge: McpEdge): (req
     if (origin !== null && !allowedOrigins.has(origin)) {
       throw new AppError("FORBIDDEN", `origin: ${origin.slice(0, 200)} is not allowed to call ${MCP_PATH}; list it in MCP_ALLOWED_ORIGINS`);
     }
-    const { keyId, headers } = await authenticate(app, req, ctx.ip, { calls: 0 });
+    const { key, headers } = await authenticate(app, req, ctx.ip, { calls: 0 });
+    const keyId = key.id;
     Object.assign(ctx.responseHeaders, headers);
-    const authed = Object.assign(ctx, { keyId });
+    const authed = Object.assign(ctx, { keyId, key });
     const body = await edge.readJson(req);
     const others = (Array.isArray(body) ? body : [body]).filter((message) => methodOf(message) !== "tools/call").length;
     if (others > 0) Object.assign(ctx.responseHeaders, takeRateLimit(app, keyId, others));
-    const server = createToolServer(callerApi(app, createCaller, authed), tools, (failure) => edge.report(ctx, failure));
+    const server = createToolServer(callerApi(app, createCaller, authed), tools, (failure) => edge.report(ctx, failure), key);
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
     await server.connect(transport);
     try {

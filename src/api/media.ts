@@ -97,5 +97,6 @@ export async function serveSignedMedia(app: App, req: Request, url: URL): Promis
   const problem = signedUrlProblem(await app.media.urlSecret(), id, url.searchParams);
   if (problem === "forged") throw new AppError("FORBIDDEN", "sig: missing or wrong");
   if (problem === "expired") throw new AppError("FORBIDDEN", "expires: the link has expired");
+  if (problem === "too_far") throw new AppError("FORBIDDEN", "expires: more than 7 days ahead; a signed link lives at most 7 days");
   return mediaResponse(app, await findMedia(app, id), req);
 }

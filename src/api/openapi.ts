@@ -97,8 +97,8 @@ const ERROR_SCHEMAS: Record<string, Json> = {
 /** What each error status means when a route does not say more. */
 const ERROR_TEXT: Record<number, [description: string, example: string]> = {
   400: ["Invalid input: `message` names the field, `issues` lists each one. Also malformed JSON.", "phone: must be E.164, e.g. +14155550123"],
-  401: ["Missing or invalid API key.", "authorization: invalid API key"],
-  403: ["Not allowed.", "forbidden"],
+  401: ["Missing, invalid, revoked or expired API key.", "authorization: invalid API key"],
+  403: ["Not allowed: the key lacks the scope this route needs, or one of its limits refuses the request (docs/security.md); `message` names what is missing. Nothing changed.", "scope: this key lacks messages:send"],
   404: ["No such route.", "no route POST /webhooks/twilio/other"],
   405: ["This path does not serve the method; `Allow` lists those it does.", "method PUT not allowed on /api/send; use POST"],
   409: [
@@ -387,6 +387,7 @@ const TAGS = [
   { name: "webhooks", description: "Inbound messages and delivery reports from the messaging network." },
   { name: "webhook-endpoints", description: "Outbound webhooks: where Textwire POSTs its events, signed (docs/webhooks.md)." },
   { name: "events", description: "What happened, oldest first: the events webhook endpoints get, to read with a cursor." },
+  { name: "keys", description: "API keys with their scopes and limits (docs/security.md); every route needs keys:manage." },
   { name: "health", description: "Health, liveness and readiness for load balancers and orchestrators." },
 ];
 
@@ -480,20 +481,33 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({
   url: "/openapi.json",
   dom_id: "#reference",
   deepLinking: true,
-  persistAuthorization: true,
+  // The key typed into "Authorize" stays in this page's memory, never in localStorage (docs/security.md).
+  persistAuthorization: false,
   tryItOutEnabled: true,
 });
 `;
 
+/**
+ * On every /docs response, as /console has its own: the page loads only this server's files
+ * and cannot be framed. Swagger UI sets inline styles, so styles may be inline; scripts may not.
+ */
+const DOCS_HEADERS: Record<string, string> = {
+  "Content-Security-Policy":
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "same-origin",
+  "X-Frame-Options": "DENY",
+};
+
 /** `/docs`: Swagger UI from the installed swagger-ui-dist package, no CDN. Null when not a docs path. */
 export function docsResponse(path: string): Response | null {
   if (path === "/docs" || path === "/docs/") {
-    return new Response(DOCS_PAGE, { headers: { "Content-Type": "text/html; charset=utf-8" } });
+    return new Response(DOCS_PAGE, { headers: { "Content-Type": "text/html; charset=utf-8", ...DOCS_HEADERS } });
   }
   if (path === "/docs/init.js") {
-    return new Response(DOCS_INIT, { headers: { "Content-Type": "text/javascript; charset=utf-8" } });
+    return new Response(DOCS_INIT, { headers: { "Content-Type": "text/javascript; charset=utf-8", ...DOCS_HEADERS } });
   }
   const asset = DOCS_ASSETS[path];
-  if (asset) return new Response(Bun.file(join(SWAGGER_DIR, asset)), { headers: { "Cache-Control": "public, max-age=3600" } });
+  if (asset) return new Response(Bun.file(join(SWAGGER_DIR, asset)), { headers: { "Cache-Control": "public, max-age=3600", ...DOCS_HEADERS } });
   return null;
 }

@@ -1,4 +1,5 @@
 import type { App } from "../app";
+import { throttledFailure } from "./auth";
 import { noRoute } from "./errors";
 import { checkHealth, checkReadiness } from "./health";
 import { scrapeAllowed } from "./metrics";
@@ -6,7 +7,8 @@ import { scrapeAllowed } from "./metrics";
 /** One operations route: a path served to GET (and HEAD) without an API key. */
 export interface OperationsRoute {
   path: string;
-  get(req: Request, url: URL): Promise<Response>;
+  /** `ip`: the client address, which a refused metrics token is counted against. */
+  get(req: Request, url: URL, ctx: { ip: string }): Promise<Response>;
 }
 
 /**
@@ -26,8 +28,13 @@ export function operationsRoutes(app: App, stopping: () => boolean): OperationsR
     ...(metrics
       ? [{
           path: "/metrics",
-          get: async (req: Request, url: URL) => {
-            if (!scrapeAllowed(req, app.config.METRICS_TOKEN)) return noRoute(req.method, url.pathname);
+          get: async (req: Request, url: URL, ctx: { ip: string }) => {
+            if (!scrapeAllowed(req, app.config.METRICS_TOKEN)) {
+              // A wrong token is a failed authentication like any other (counted, then 429).
+              const throttled = throttledFailure(app, ctx.ip);
+              if (throttled) throw throttled;
+              return noRoute(req.method, url.pathname);
+            }
             return new Response(await metrics.scrape(), { headers: { "Content-Type": metrics.contentType } });
           },
         }]

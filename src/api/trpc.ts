@@ -3,7 +3,9 @@ import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
 import type { App } from "../app";
+import { requireScope, type KeyAuth } from "../auth/policy";
 import { AppError } from "../errors";
+import type { Scope } from "../vocabulary/scopes";
 import { failureOf, HTTP_STATUS } from "./errors";
 
 export interface Context {
@@ -18,6 +20,8 @@ export interface Context {
   responseHeaders: Record<string, string>;
   /** The API key's id, once authenticated. */
   keyId?: string;
+  /** The API key's scopes and limits, once authenticated (src/auth/policy.ts). */
+  key?: KeyAuth;
   /** Why authentication failed (an AppError, or the database's failure), for tRPC to answer in its own format. */
   authError?: unknown;
 }
@@ -51,11 +55,29 @@ export const createCallerFactory = t.createCallerFactory;
  */
 const authenticated = t.middleware(({ ctx, next }) => {
   if (ctx.authError !== undefined) throw ctx.authError;
-  if (!ctx.keyId) throw new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" });
-  return next({ ctx: { keyId: ctx.keyId } });
+  if (!ctx.key) throw new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" });
+  return next({ ctx: { keyId: ctx.key.id, key: ctx.key } });
 });
 
+/** Authenticated, with no scope checked here: the procedure asks the policy itself (its scope depends on its input). */
 export const authedProcedure = t.procedure.use(authenticated);
+
+const scopedProcedures = new Map<Scope, typeof authedProcedure>();
+/**
+ * A procedure that needs `scope`: every call (REST, each call of a tRPC batch, MCP's tools,
+ * the console, the remote worker) is refused 403 naming the scope before its input is read.
+ */
+export function scoped(scope: Scope): typeof authedProcedure {
+  let procedure = scopedProcedures.get(scope);
+  if (!procedure) {
+    procedure = authedProcedure.use(({ ctx, next }) => {
+      requireScope(ctx.key, scope);
+      return next();
+    });
+    scopedProcedures.set(scope, procedure);
+  }
+  return procedure;
+}
 
 /**
  * An output schema for the OpenAPI document and typed clients, not checked again on

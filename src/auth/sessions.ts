@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { App } from "../app";
 import { AppError } from "../errors";
 import { hashKey } from "./keys";
+import type { KeyAuth } from "./policy";
 
 /** How long a console session lasts from sign-in (the cookie's Max-Age too). */
 export const SESSION_TTL_MS = 12 * 60 * 60_000;
@@ -22,7 +23,8 @@ export interface SignedIn {
 }
 
 export interface LiveSession {
-  keyId: string;
+  /** The signed-in key: the session holds its scopes and limits, no more. */
+  key: KeyAuth;
   csrfToken: string;
   expiresAt: string;
 }
@@ -46,8 +48,8 @@ export async function sessionAuth(app: Deps, token: string): Promise<LiveSession
   if (!TOKEN.test(token)) return null;
   const row = await app.storage.sessions.getActive(hex(token));
   if (!row) return null;
-  const keyId = await app.verifyKey.byHash(row.keyHash);
-  return keyId ? { keyId, csrfToken: row.csrfToken, expiresAt: new Date(row.expiresAt).toISOString() } : null;
+  const key = await app.verifyKey.byHash(row.keyHash);
+  return key ? { key, csrfToken: row.csrfToken, expiresAt: new Date(row.expiresAt).toISOString() } : null;
 }
 
 /** Ends the session a cookie token names, on the server: the cookie is worthless from now on. */

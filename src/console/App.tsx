@@ -9,13 +9,15 @@ import { WebhooksPage } from "./pages/webhooks";
 import { WorkflowsPage } from "./pages/workflows";
 import { SignIn } from "./sign-in";
 import { currentSession, signOut, type Session } from "./session";
+import { useMay } from "./use-scopes";
 import { createConsoleClient, createQueryClient, TRPCProvider } from "./trpc";
 
+/** The pages, each shown only to a session whose key holds its scope. */
 const PAGES = [
-  { path: "/conversations", label: "Conversations" },
-  { path: "/workflows", label: "Workflows" },
-  { path: "/webhooks", label: "Webhooks" },
-  { path: "/keys", label: "Keys" },
+  { path: "/conversations", label: "Conversations", scope: "messages:read" },
+  { path: "/workflows", label: "Workflows", scope: "workflows:manage" },
+  { path: "/webhooks", label: "Webhooks", scope: "webhooks:manage" },
+  { path: "/keys", label: "Keys", scope: "keys:manage" },
 ] as const;
 
 /** The active page's link, marked for assistive technology and named in the window's title. */
@@ -36,6 +38,7 @@ function NavLink({ path, label }: { path: string; label: string }) {
 /** Navigation, "Sign out", live updates and the four pages (inside the tRPC providers). */
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const liveError = useLiveUpdates();
+  const may = useMay();
   const [signOutError, setSignOutError] = useState<unknown>(null);
   const leave = async () => {
     try {
@@ -55,8 +58,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
             </li>
           </ul>
           <ul>
-            {PAGES.map((page) => (
-              <NavLink key={page.path} {...page} />
+            {PAGES.filter((page) => may(page.scope)).map((page) => (
+              <NavLink key={page.path} path={page.path} label={page.label} />
             ))}
             <li>
               <button type="button" className="secondary" onClick={leave}>
@@ -72,9 +75,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         <Switch>
           <Route path="/conversations/group/:chat" component={ConversationsPage} />
           <Route path="/conversations/:phone?" component={ConversationsPage} />
-          <Route path="/workflows" component={WorkflowsPage} />
-          <Route path="/webhooks" component={WebhooksPage} />
-          <Route path="/keys" component={KeysPage} />
+          {may("workflows:manage") && <Route path="/workflows" component={WorkflowsPage} />}
+          {may("webhooks:manage") && <Route path="/webhooks" component={WebhooksPage} />}
+          {may("keys:manage") && <Route path="/keys" component={KeysPage} />}
           <Route>
             <Redirect to="/conversations" replace />
           </Route>

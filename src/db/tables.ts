@@ -4,6 +4,7 @@ import { DEFAULT_LINE_ID, LINE_MANAGERS } from "../vocabulary/lines";
 import { MESSAGE_STATUSES } from "../vocabulary/message-status";
 import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../vocabulary/messages";
 import { REACTIONS } from "../vocabulary/reactions";
+import { REACHES } from "../vocabulary/scopes";
 import { DELIVERY_STATES, ENDPOINT_DISABLED_REASONS } from "../vocabulary/webhooks";
 import { RUN_STATUSES, RUN_TRIGGERS } from "../vocabulary/workflows";
 
@@ -146,6 +147,13 @@ export function tables(c: Core) {
       prefix: c.text("prefix").notNull(),
       createdAt: c.time("created_at").notNull(),
       revokedAt: c.time("revoked_at"),
+      // Scopes and limits (src/auth/policy.ts): space-separated, alike on both databases; keys made before them hold `*`.
+      scopes: c.text("scopes").notNull().default("*"),
+      lines: c.text("lines"),
+      reach: c.text("reach", { enum: REACHES }).notNull().default("any"),
+      expiresAt: c.time("expires_at"),
+      createdBy: c.text("created_by"),
+      lastUsedAt: c.time("last_used_at"),
     },
     (t) => [c.uniqueIndex("api_keys_active_name_uq").on(t.name).where(sql`revoked_at IS NULL`)],
   );

@@ -37,7 +37,7 @@ export type EventRow =
       id: string;
       type: DataEventType;
       timestamp: number;
-      /** The chat or line record as the change left it. */
+      /** The chat as the change left it; an admin action's record and `actor_key_id`. */
       data: Record<string, unknown>;
     }
   | {

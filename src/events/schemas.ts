@@ -92,8 +92,22 @@ export const eventRecord = z
       })
       .meta({ id: "MessageReroutedEvent", description: "A send went through its line's fallback, once (docs/lines.md)." }),
     ...(["line.created", "line.updated", "line.deleted"] as const).map((type) =>
-      z.object({ ...eventFields, type: z.literal(type), data: lineRecord }).meta({ id: `Line${type.slice(5, 6).toUpperCase()}${type.slice(6)}Event`, description: `A line was ${type.slice(5)} (its record as the change left it; credentials are never in it).` }),
+      z
+        .object({ ...eventFields, type: z.literal(type), data: lineRecord.extend({ actor_key_id: z.string().nullable().meta({ description: "The id of the key that acted; null when the CLI did." }) }) })
+        .meta({ id: `Line${type.slice(5, 6).toUpperCase()}${type.slice(6)}Event`, description: `A line was ${type.slice(5)} (its record as the change left it; credentials are never in it), with the key that did it.` }),
     ),
+    z
+      .object({
+        ...eventFields,
+        type: z.enum(["key.created", "key.revoked", "webhook_endpoint.created", "webhook_endpoint.updated", "webhook_endpoint.deleted"]),
+        data: z
+          .object({
+            actor_key_id: z.string().nullable().meta({ description: "The id of the key that acted; null when the CLI did." }),
+            api_key: z.record(z.string(), z.unknown()).optional().meta({ description: "key.*: the key's record (never the key)." }),
+            endpoint: z.record(z.string(), z.unknown()).optional().meta({ description: "webhook_endpoint.*: the endpoint's record (never its secret)." }),
+          }),
+      })
+      .meta({ id: "AdminEvent", description: "An admin action (a key created or revoked, a webhook endpoint added, changed or deleted), with the key that did it." }),
   ])
   .meta({ id: "Event" });
 

@@ -2,6 +2,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { createClient, type TextwireClient } from "../client";
 import type { Logger } from "../log";
 import { remoteCall } from "../remote-call";
+import { ALL_SCOPES } from "../vocabulary/scopes";
 import { createToolServer, createToolSet, type TextwireApi } from "./tools";
 
 /** The API of the server at TEXTWIRE_URL, through the typed client: each call one HTTP request with the key. */
@@ -26,10 +27,13 @@ export function remoteApi(client: TextwireClient, url: string): TextwireApi {
  * the process when the host closes standard input.
  */
 export async function serveStdio(opts: { url: string; apiKey: string; maxMessageLength: number; log: Logger }): Promise<void> {
-  const api = remoteApi(createClient({ url: opts.url, apiKey: opts.apiKey }), opts.url);
+  const client = createClient({ url: opts.url, apiKey: opts.apiKey });
+  const api = remoteApi(client, opts.url);
+  // The key's scopes, so tools/list shows only what it may call; a server that does not say lists every tool (each call is still checked there).
+  const scopes = await client.system.info.query().then((info) => info.scopes, () => [ALL_SCOPES] as const);
   const server = createToolServer(api, createToolSet(opts.maxMessageLength), (failure) => {
     if (failure.log) opts.log.error("tool call failed", { error: String(failure.log.cause) });
-  });
+  }, { scopes });
   process.stdin.once("end", () => {
     void server.close().finally(() => process.exit(0));
   });

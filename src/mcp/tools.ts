@@ -7,7 +7,9 @@ import pkg from "../../package.json";
 import { failureOf, type Failure } from "../api/errors";
 import { idempotencyKeyHeader } from "../api/idempotency";
 import type { AppRouter } from "../api/router";
+import { scopeRefusal, type KeyAuth } from "../auth/policy";
 import { AppError, parseInput } from "../errors";
+import { ALL_SCOPES, type Scope } from "../vocabulary/scopes";
 import { historyContext } from "../generator/context";
 import { generateInput, generateOutput } from "../generator/schemas";
 import { contactRecord } from "../messages/contacts";
@@ -62,6 +64,8 @@ interface ToolSpec<I extends z.ZodObject, O extends z.ZodObject> {
   input: I;
   output: O;
   annotations: ToolAnnotations;
+  /** The key needs one of these to call it (src/auth/policy.ts); tools/list shows only the tools the key may call. */
+  scopes: readonly Scope[];
   /** The arguments as given (checked against `input`: the API parses them itself) → the result, through the API. */
   run(api: TextwireApi, args: z.input<I>): Promise<z.output<O>>;
 }
@@ -106,6 +110,7 @@ function mcpTools(maxMessageLength: number) {
         .refine(...phoneOrChat[0]!)
         .refine(...phoneOrChat[1]!),
       output: recordOutput,
+      scopes: ["messages:send"],
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
       async run(api, { idempotency_key, media_urls, ...send }) {
         const media = media_urls?.map((url) => ({ url }));
@@ -121,6 +126,7 @@ function mcpTools(maxMessageLength: number) {
         "Each record says its direction (inbound: from the contact; outbound: ours), status, reactions and read_at.",
       input: z.object({ phone: phoneSchema, limit: historyInput.shape.limit, offset: historyInput.shape.offset }),
       output: historyOutput.omit({ success: true }),
+      scopes: ["messages:read"],
       annotations: { readOnlyHint: true, openWorldHint: false },
       async run(api, args) {
         const { success: _, ...page } = await api.history(args);
@@ -147,6 +153,7 @@ function mcpTools(maxMessageLength: number) {
           .nullable()
           .meta({ description: "The since of the next call: the last message's timestamp, or the since given when none came (null when neither)." }),
       }),
+      scopes: ["messages:read"],
       annotations: { readOnlyHint: true, openWorldHint: false },
       async run(api, args) {
         const page = await api.poll(args);
@@ -161,6 +168,7 @@ function mcpTools(maxMessageLength: number) {
         "`query` keeps only phone numbers holding those digits.",
       input: z.object({ query: conversationsInput.unwrap().shape.search, limit: conversationsInput.unwrap().shape.limit }),
       output: conversationsOutput,
+      scopes: ["messages:read"],
       annotations: { readOnlyHint: true, openWorldHint: false },
       run: (api, { query, limit }) => api.conversations({ search: query, limit }),
     }),
@@ -177,6 +185,7 @@ function mcpTools(maxMessageLength: number) {
         }),
       }),
       output: generateOutput.omit({ success: true }),
+      scopes: ["drafts:write", "messages:send"],
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
       async run(api, { context, ...request }) {
         const turns = context ?? historyContext((await api.history({ phone: request.phone, limit: HISTORY_CONTEXT_MESSAGES })).messages);
@@ -192,6 +201,7 @@ function mcpTools(maxMessageLength: number) {
         "Whether the contact opted out (replied STOP; sends to it are refused until it replies START), how many of its messages are unread, and whether it is typing now.",
       input: z.object({ phone: phoneSchema }),
       output: asResult(contactRecord, "The contact."),
+      scopes: ["messages:read"],
       annotations: { readOnlyHint: true, openWorldHint: false },
       run: async (api, args) => (await api.contact(args)).contact,
     }),
@@ -203,6 +213,7 @@ function mcpTools(maxMessageLength: number) {
         "it replaces our previous reaction on that message. Returns the message record with its reactions.",
       input: z.object({ message_id: idField.meta({ description: "The message's id (a record's id)." }), reaction: reactionSchema }),
       output: recordOutput,
+      scopes: ["messages:send"],
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
       run: async (api, { message_id, reaction }) => (await api.react({ id: message_id, reaction })).message,
     }),
@@ -212,6 +223,7 @@ function mcpTools(maxMessageLength: number) {
       description: "Cancels a message sent with send_at that is still scheduled: it becomes canceled and is never sent. Refused once it has left scheduled.",
       input: z.object({ message_id: idField.meta({ description: "The scheduled message's id (send_message's result id)." }) }),
       output: recordOutput,
+      scopes: ["messages:send"],
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
       run: async (api, { message_id }) => (await api.cancel({ id: message_id })).message,
     }),
@@ -233,7 +245,7 @@ const jsonSchema = (schema: z.ZodType, io: "input" | "output") =>
 /** The tools, and what tools/list answers with, built once. */
 export interface ToolSet {
   byName: Map<string, ToolSpec<z.ZodObject, z.ZodObject>>;
-  listed: Tool[];
+  listed: (Tool & { scopes: readonly Scope[] })[];
 }
 
 export function createToolSet(maxMessageLength: number): ToolSet {
@@ -247,6 +259,7 @@ export function createToolSet(maxMessageLength: number): ToolSet {
       inputSchema: jsonSchema(t.input, "input"),
       outputSchema: jsonSchema(t.output, "output"),
       annotations: { title: t.title, ...t.annotations },
+      scopes: t.scopes,
     })),
   };
 }
@@ -265,13 +278,23 @@ const validator = new AjvJsonSchemaValidator();
  * and every refusal is a result with isError whose text is the API's message (failureOf),
  * never a protocol error. `onFailure` logs what failureOf says to log.
  */
-export function createToolServer(api: TextwireApi, { byName, listed }: ToolSet, onFailure: (failure: Failure) => void): Server {
+export function createToolServer(
+  api: TextwireApi,
+  { byName, listed }: ToolSet,
+  onFailure: (failure: Failure) => void,
+  key: Pick<KeyAuth, "scopes"> = { scopes: [ALL_SCOPES] },
+): Server {
   const server = new Server({ name: "textwire", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+  const mayCall = (scopes: readonly Scope[]) => scopeRefusal(key, scopes[0]!, ...scopes.slice(1));
+  const tools = listed.filter((t) => mayCall(t.scopes) === null).map(({ scopes: _, ...t }) => t);
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const spec = byName.get(request.params.name);
     if (!spec) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
     try {
+      // Not listed for this key: refused as the API would, naming the scope.
+      const refusal = mayCall(spec.scopes);
+      if (refusal) throw refusal;
       const args = request.params.arguments ?? {};
       parseInput(spec.input, args);
       const result = await spec.run(api, args);

@@ -1,4 +1,4 @@
-import { resolvedUrlProblem } from "../webhooks/safety";
+import { pinnedRequest, pinnedUrl, type Lookup } from "../webhooks/safety";
 import { sniffContentType } from "./sniff";
 import { tracedFetch } from "../observability/trace";
 
@@ -32,6 +32,8 @@ export interface MediaFetchOptions {
   /** E.g. Twilio's Basic auth; sent only to the URL's own origin, never after a redirect elsewhere. */
   headers?: Record<string, string>;
   maxBytes?: number;
+  /** Resolves each host (node's DNS by default). */
+  lookup?: Lookup;
 }
 
 const GENERIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-stream", "application/unknown", "application/x-download"]);
@@ -53,15 +55,18 @@ export async function fetchMedia(url: string, opts: MediaFetchOptions): Promise<
   const origin = safeOrigin(url);
   let current = url;
   for (let hop = 0; ; hop++) {
-    const problem = await resolvedUrlProblem(current, opts.allowPrivate);
-    if (problem) throw new MediaFetchError("refused", hop === 0 ? problem : `redirected to a URL that ${problem}`);
+    const checked = await pinnedUrl(current, opts.allowPrivate, opts.lookup);
+    if ("problem" in checked) throw new MediaFetchError("refused", hop === 0 ? checked.problem : `redirected to a URL that ${checked.problem}`);
     let res: Response;
     try {
-      res = await tracedFetch(current, {
-        redirect: "manual",
-        headers: safeOrigin(current) === origin ? (opts.headers ?? {}) : {},
-        signal,
-      });
+      // Connected to the address just checked, never to a second DNS answer (src/webhooks/safety.ts).
+      res = await tracedFetch(
+        ...pinnedRequest(checked.pinned, {
+          redirect: "manual",
+          headers: safeOrigin(current) === origin ? (opts.headers ?? {}) : {},
+          signal,
+        }),
+      );
     } catch (err) {
       throw new MediaFetchError("failed", `could not be fetched (${(err as Error).name === "TimeoutError" ? "no answer in time" : (err as Error).message})`);
     }

@@ -11,6 +11,9 @@ import type { NetworkStateRepository } from "../db/port";
 /** How long a signed URL works: Twilio may keep a message queued for hours before it fetches. */
 export const SIGNED_URL_TTL_S = 24 * 60 * 60;
 
+/** The furthest ahead a signed link may expire: a link signed for later (a leaked secret, an old signer) is refused. */
+export const MAX_SIGNED_URL_S = 7 * 24 * 60 * 60;
+
 const STATE_NETWORK = "textwire";
 const STATE_KEY = "media-url-secret";
 
@@ -39,11 +42,12 @@ export function signedMediaUrl(publicUrl: string, secret: string, id: string, no
   return `${publicUrl.replace(/\/+$/, "")}/media/${encodeURIComponent(id)}?expires=${expires}&sig=${sign(secret, id, expires)}`;
 }
 
-/** Why this signed request is refused (`forged` or `expired`), or null when it stands. */
-export function signedUrlProblem(secret: string, id: string, query: URLSearchParams, nowMs = Date.now()): "forged" | "expired" | null {
+/** Why this signed request is refused (`forged`, `expired`, or `too_far`: expiring more than 7 days ahead), or null when it stands. */
+export function signedUrlProblem(secret: string, id: string, query: URLSearchParams, nowMs = Date.now()): "forged" | "expired" | "too_far" | null {
   const expires = query.get("expires") ?? "";
   const given = Buffer.from(query.get("sig") ?? "");
   if (!/^\d{1,12}$/.test(expires)) return "forged";
+  if (Number(expires) * 1000 > nowMs + MAX_SIGNED_URL_S * 1000) return "too_far";
   const expected = Buffer.from(sign(secret, id, Number(expires)));
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return "forged";
   return Number(expires) * 1000 < nowMs ? "expired" : null;

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, rename, rm } from "node:fs/promises";
+import { rename, rm } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { S3Client } from "bun";
+import { makePrivateDir, writePrivateFile } from "../private-files";
 
 /**
  * Where media bytes are kept (MEDIA_STORE, docs/operations.md): a folder on this machine, or
@@ -43,10 +44,10 @@ export function folderStore(path: string): MediaStore {
     describe: `folder ${root}`,
     async put(key, bytes) {
       const target = file(key);
-      await mkdir(dirname(target), { recursive: true });
+      await makePrivateDir(dirname(target));
       // Written aside then renamed, so a reader never sees half a file.
       const temp = `${target}.${process.pid}.part`;
-      await Bun.write(temp, bytes);
+      await writePrivateFile(temp, bytes);
       await rename(temp, target);
     },
     async read(key) {

@@ -14,10 +14,28 @@ export const EVENT_TYPES = [
   "line.created",
   "line.updated",
   "line.deleted",
+  "key.created",
+  "key.revoked",
+  "webhook_endpoint.created",
+  "webhook_endpoint.updated",
+  "webhook_endpoint.deleted",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Events about no message, whose data is stored whole as the change left it (a chat, a line). */
-export const DATA_EVENT_TYPES = ["chat.updated", "line.created", "line.updated", "line.deleted"] as const satisfies readonly EventType[];
-export type DataEventType = (typeof DATA_EVENT_TYPES)[number];
-export const isDataEvent = (type: string): type is DataEventType => (DATA_EVENT_TYPES as readonly string[]).includes(type);
+/** Admin actions: their data is the changed record and `actor_key_id`, the key that acted (null: the CLI). */
+export const ADMIN_EVENT_TYPES = [
+  "line.created",
+  "line.updated",
+  "line.deleted",
+  "key.created",
+  "key.revoked",
+  "webhook_endpoint.created",
+  "webhook_endpoint.updated",
+  "webhook_endpoint.deleted",
+] as const satisfies readonly EventType[];
+export type AdminEventType = (typeof ADMIN_EVENT_TYPES)[number];
+export const isAdminEvent = (type: string): type is AdminEventType => (ADMIN_EVENT_TYPES as readonly string[]).includes(type);
+
+/** Events about no message, whose data is stored whole as the change left it (a chat; an admin action's record). */
+export type DataEventType = "chat.updated" | AdminEventType;
+export const isDataEvent = (type: string): type is DataEventType => type === "chat.updated" || isAdminEvent(type);

@@ -1,5 +1,5 @@
 import type { WebhookEndpointRow } from "../db/port";
-import { resolvedUrlProblem } from "./safety";
+import { pinnedRequest, pinnedUrl, type Lookup } from "./safety";
 import { deliveryHeaders } from "./signing";
 import { annotateSpan, tracedFetch, withSpan } from "../observability/trace";
 
@@ -26,7 +26,7 @@ export function attemptDelivery(
   endpoint: WebhookEndpointRow,
   eventId: string,
   body: string,
-  opts: { allowPrivate: boolean; timeoutMs?: number },
+  opts: AttemptOptions,
 ): Promise<AttemptResult> {
   return withSpan("webhook.attempt", { "textwire.webhook.endpoint": endpoint.id, "textwire.event.id": eventId }, async () => {
     const result = await attempt(endpoint, eventId, body, opts);
@@ -35,7 +35,16 @@ export function attemptDelivery(
   });
 }
 
-async function attempt(endpoint: WebhookEndpointRow, eventId: string, body: string, opts: { allowPrivate: boolean; timeoutMs?: number }): Promise<AttemptResult> {
+export interface AttemptOptions {
+  allowPrivate: boolean;
+  timeoutMs?: number;
+  /** Resolves the endpoint's host (node's DNS by default). */
+  lookup?: Lookup;
+  /** Told why a URL was refused (the deliverer logs it at warn). */
+  onRefused?: (reason: string) => void;
+}
+
+async function attempt(endpoint: WebhookEndpointRow, eventId: string, body: string, opts: AttemptOptions): Promise<AttemptResult> {
   const timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   const controller = new AbortController();
   let expire!: (err: Timeout) => void;
@@ -48,15 +57,20 @@ async function attempt(endpoint: WebhookEndpointRow, eventId: string, body: stri
   let status: number | null = null;
   try {
     // A lookup does not take a signal: the deadline races it.
-    const problem = await Promise.race([resolvedUrlProblem(endpoint.url, opts.allowPrivate), expired]);
-    if (problem) return { ok: false, status: null, error: `blocked: ${problem}` };
-    const response = await tracedFetch(endpoint.url, {
-      method: "POST",
-      headers: deliveryHeaders(endpoint, eventId, body, new Date()),
-      body,
-      redirect: "manual",
-      signal: controller.signal,
-    });
+    const checked = await Promise.race([pinnedUrl(endpoint.url, opts.allowPrivate, opts.lookup), expired]);
+    if ("problem" in checked) {
+      opts.onRefused?.(checked.problem);
+      return { ok: false, status: null, error: `blocked: ${checked.problem}` };
+    }
+    const response = await tracedFetch(
+      ...pinnedRequest(checked.pinned, {
+        method: "POST",
+        headers: deliveryHeaders(endpoint, eventId, body, new Date()),
+        body,
+        redirect: "manual",
+        signal: controller.signal,
+      }),
+    );
     status = response.status;
     await readSome(response.body, MAX_RESPONSE_BYTES);
     if (status >= 200 && status < 300) return { ok: true, status, error: null };

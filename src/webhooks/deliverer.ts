@@ -82,7 +82,10 @@ export function startDeliverer({ storage, config, log, owner, metrics, secrets }
     const [record] = await toEvents(storage.messages, [event]);
     const { id: eventId, ...payload } = record!;
     const keys = { ...endpoint, secret: secrets.open(endpoint.secret), previousSecret: endpoint.previousSecret === null ? null : secrets.open(endpoint.previousSecret) };
-    const result = await attemptDelivery(keys, eventId, JSON.stringify(payload), { allowPrivate: config.ALLOW_PRIVATE_URLS });
+    const result = await attemptDelivery(keys, eventId, JSON.stringify(payload), {
+      allowPrivate: config.ALLOW_PRIVATE_URLS,
+      onRefused: (reason) => log.warn("webhook URL refused", { endpoint: endpoint.id, event: eventId, reason }),
+    });
     const outcome = outcomeOf(result, delivery.attempts, config.WEBHOOK_RETRY_SCHEDULE);
     metrics?.webhookAttempt(outcome.state);
     const fields = { endpoint: endpoint.id, event: eventId, delivery: delivery.id, attempt: delivery.attempts + 1 };

@@ -1,4 +1,4 @@
-import type { DeliveryRow, WebhookEndpointRow, WebhookRepository } from "../db/port";
+import type { DeliveryRow, Storage, WebhookEndpointRow, WebhookRepository } from "../db/port";
 import { AppError } from "../errors";
 import type { Secrets } from "../secrets/seal";
 import { isoTime } from "../messages/time";
@@ -11,9 +11,13 @@ export const PREVIOUS_SECRET_MS = 24 * 60 * 60 * 1000;
 
 /** What the endpoint functions need besides their input. */
 export interface EndpointDeps {
-  webhooks: WebhookRepository;
+  storage: Pick<Storage, "webhooks" | "transaction">;
   /** ALLOW_PRIVATE_URLS */
   allowPrivateUrls: boolean;
+  /** The key acting (event data's `actor_key_id`). */
+  actorKeyId: string | null;
+  /** Seals the signing secrets stored (src/secrets). */
+  secrets: Pick<Secrets, "seal">;
 }
 
 const hex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
@@ -62,18 +66,26 @@ async function existing(webhooks: WebhookRepository, id: string): Promise<Webhoo
   return row;
 }
 
-export async function createEndpoint(deps: EndpointDeps & { secrets: Secrets }, input: { url: string; events?: EventType[]; description?: string }) {
+/** Stores the change and its admin event (webhook_endpoint.*, with the acting key) in one transaction. */
+async function withEvent(
+  deps: EndpointDeps,
+  type: "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted",
+  change: (webhooks: WebhookRepository) => Promise<WebhookEndpointRow | undefined>,
+): Promise<WebhookEndpointRow | undefined> {
+  return deps.storage.transaction(async (tx) => {
+    const row = await change(tx.webhooks);
+    if (row) await tx.events.append(type, { data: { endpoint: toEndpointRecord(row), actor_key_id: deps.actorKeyId } });
+    return row;
+  });
+}
+
+export async function createEndpoint(deps: EndpointDeps, input: { url: string; events?: EventType[]; description?: string }) {
   await checkUrl(input.url, deps.allowPrivateUrls);
   const secret = newSecret();
   // Stored sealed under SECRET_KEY (src/secrets); shown in the clear only now.
-  const row = await deps.webhooks.createEndpoint({
-    id: `we_${hex(16)}`,
-    url: input.url,
-    events: input.events ?? null,
-    description: input.description ?? null,
-    secret: deps.secrets.seal(secret),
-  });
-  return withSecret({ ...row, secret });
+  const endpoint = { id: `we_${hex(16)}`, url: input.url, events: input.events ?? null, description: input.description ?? null, secret: deps.secrets.seal(secret) };
+  const row = await withEvent(deps, "webhook_endpoint.created", (webhooks) => webhooks.createEndpoint(endpoint));
+  return withSecret({ ...row!, secret });
 }
 
 /** Oldest first. */
@@ -93,20 +105,24 @@ export async function updateEndpoint(
   const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as typeof patch;
   if (Object.keys(given).length === 0) throw new AppError("BAD_REQUEST", "body: give at least one of url, events, description, enabled");
   // A missing endpoint is 404 even when the new URL is also wrong.
-  await existing(deps.webhooks, id);
+  await existing(deps.storage.webhooks, id);
   if (given.url !== undefined) await checkUrl(given.url, deps.allowPrivateUrls);
-  const row = await deps.webhooks.updateEndpoint(id, given);
+  const row = await withEvent(deps, "webhook_endpoint.updated", (webhooks) => webhooks.updateEndpoint(id, given));
   if (!row) throw notFound(id);
   return toEndpointRecord(row);
 }
 
 /** Deletes the endpoint and its deliveries. */
-export async function deleteEndpoint(webhooks: WebhookRepository, id: string): Promise<void> {
-  if (!(await webhooks.deleteEndpoint(id))) throw notFound(id);
+export async function deleteEndpoint(deps: EndpointDeps, id: string): Promise<void> {
+  const row = await withEvent(deps, "webhook_endpoint.deleted", async (webhooks) => {
+    const found = await webhooks.getEndpoint(id);
+    return found && (await webhooks.deleteEndpoint(id)) ? found : undefined;
+  });
+  if (!row) throw notFound(id);
 }
 
 /** A new secret, shown once; the old one still signs (beside it) for 24 h so receivers can switch. */
-export async function rotateSecret(deps: { webhooks: WebhookRepository; secrets: Secrets }, id: string) {
+export async function rotateSecret(deps: { webhooks: WebhookRepository; secrets: Pick<Secrets, "seal"> }, id: string) {
   const secret = newSecret();
   const row = await deps.webhooks.rotateSecret(id, deps.secrets.seal(secret), PREVIOUS_SECRET_MS);
   if (!row) throw notFound(id);

@@ -105,26 +105,31 @@ describe("keys", () => {
   test("create shows the key once and it works; list shows it; revoke ends it", async () => {
     const created = documented(createdKeyOutput, await client.keys.create.mutate({ name: "console-made" }));
     expect(created.key).toMatch(/^tw_[A-Za-z0-9_-]{40,}$/);
-    expect(created.info).toMatchObject({ name: "console-made", prefix: created.key.slice(0, 10), revoked_at: null });
+    expect(created.api_key).toMatchObject({ name: "console-made", prefix: created.key.slice(0, 10), scopes: ["*"], revoked_at: null });
     const phone = newPhone();
     expect((await call(server, "POST", "/api/send", { body: { phone, message: "with the new key" }, key: created.key })).status).toBe(200);
 
     const listed = documented(keysOutput, await client.keys.list.query());
-    expect(listed.keys.find((k) => k.name === "console-made")).toEqual(created.info);
+    const { last_used_at, ...listedKey } = listed.api_keys.find((k) => k.name === "console-made")!;
+    const { last_used_at: unused, ...createdKey } = created.api_key;
+    expect(unused).toBeNull();
+    expect(listedKey).toEqual(createdKey);
+    // Used once since: last_used_at says when (to within a minute).
+    expect(last_used_at).toEqual(expect.any(String));
     expect(JSON.stringify(listed)).not.toContain(created.key.slice(10));
 
     const again = await failure(client.keys.create.mutate({ name: "console-made" }));
     expect(again.code).toBe("CONFLICT");
     expect(again.message).toStartWith("name: ");
 
-    expect(await client.keys.revoke.mutate({ name: "console-made" })).toEqual({ success: true });
+    expect(await client.keys.revoke.mutate({ id: "console-made" })).toMatchObject({ success: true, api_key: { name: "console-made", revoked_at: expect.any(String) } });
     expect((await call(server, "GET", `/api/messages/${encodeURIComponent(phone)}`, { key: created.key })).status).toBe(401);
-    const revoked = (await client.keys.list.query()).keys.find((k) => k.name === "console-made");
+    const revoked = (await client.keys.list.query()).api_keys.find((k) => k.name === "console-made");
     expect(revoked?.revoked_at).toEqual(expect.any(String));
 
-    const gone = await failure(client.keys.revoke.mutate({ name: "console-made" }));
+    const gone = await failure(client.keys.revoke.mutate({ id: "console-made" }));
     expect(gone.code).toBe("NOT_FOUND");
-    expect(gone.message).toBe('name: no key in use is named "console-made"');
+    expect(gone.message).toBe('id: no key in use has the id or name "console-made"');
   });
 
   test("a bad name is BAD_REQUEST naming name", async () => {
@@ -133,8 +138,8 @@ describe("keys", () => {
       expect(e.code).toBe("BAD_REQUEST");
       expect(e.message).toStartWith("name: ");
     }
-    const e = await failure(client.keys.revoke.mutate({ name: 42 as unknown as string }));
-    expect(e).toEqual({ code: "BAD_REQUEST", message: "name: must be a string" });
+    const e = await failure(client.keys.revoke.mutate({ id: 42 as unknown as string }));
+    expect(e).toEqual({ code: "BAD_REQUEST", message: "id: must be a string" });
   });
 });
 
@@ -200,7 +205,13 @@ describe("workflows", () => {
 });
 
 test("system.info: network, generator, workflows folder", async () => {
-  expect(documented(systemInfoOutput, await client.system.info.query())).toEqual({ network: "loopback", generator: false, workflows_dir: wfDir });
+  expect(documented(systemInfoOutput, await client.system.info.query())).toEqual({
+    network: "loopback",
+    generator: false,
+    workflows_dir: wfDir,
+    scopes: ["messages:read", "messages:send", "drafts:write", "drafts:approve", "webhooks:manage", "lines:manage", "workflows:manage", "keys:manage"],
+    reach: "any",
+  });
 });
 
 test("every console procedure is 401 without a key, and none is a REST route", async () => {
@@ -209,16 +220,17 @@ test("every console procedure is 401 without a key, and none is a REST route", a
     anonymous.conversations.list.query({}),
     anonymous.keys.list.query(),
     anonymous.keys.create.mutate({ name: "sneaky" }),
-    anonymous.keys.revoke.mutate({ name: "sneaky" }),
+    anonymous.keys.revoke.mutate({ id: "sneaky" }),
     anonymous.workflows.list.query(),
     anonymous.workflows.runs.query({ name: "greeter" }),
     anonymous.workflows.run.mutate({ name: "greeter" }),
     anonymous.system.info.query(),
   ];
   for (const attempt of attempts) expect((await failure(attempt)).code).toBe("UNAUTHORIZED");
-  expect((await client.keys.list.query()).keys.map((k) => k.name)).not.toContain("sneaky");
+  expect((await client.keys.list.query()).api_keys.map((k) => k.name)).not.toContain("sneaky");
+  // Keys are REST routes too (/api/keys); the console's other procedures are not.
   const document = (await call<{ paths: Record<string, unknown> }>(server, "GET", "/openapi.json")).body;
-  expect(Object.keys(document.paths).filter((p) => /conversation|keys|workflow|system/.test(p))).toEqual([]);
+  expect(Object.keys(document.paths).filter((p) => /conversation|keys|workflow|system/.test(p))).toEqual(["/api/keys", "/api/keys/{id}"]);
 });
 
 test("WORKFLOWS_DIR=off: no workflows, a run is 404, system.info says null", async () => {

@@ -479,7 +479,8 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
     }
     await Bun.sleep(20);
   }
-  const printed = child.stdout.match(KEY_PATTERN)?.[0];
+  // The first key is printed on stderr, never in the log stream (docs/security.md).
+  const printed = child.stderr.match(KEY_PATTERN)?.[0];
   const apiKey = child.apiKey ?? printed ?? "";
   const base = url;
   return {

@@ -225,7 +225,7 @@ describe("GET /openapi.json", () => {
       if (path.includes("{id}")) expect([path, method, "404" in (op(path, method).responses as Json)]).toEqual([path, method, true]);
     }
     const events = ((doc.components as Json).schemas as Json).Event as Json;
-    expect((events.oneOf as Json[]).length).toBe(10);
+    expect((events.oneOf as Json[]).length).toBe(11);
   });
 
   test("the document is public, the routes it describes are not", async () => {
@@ -277,6 +277,21 @@ describe("GET /docs", () => {
         expect(res.headers.get("content-type") ?? "").toMatch(type);
         expect(body.length).toBeGreaterThan(0);
       }
+    }
+  });
+
+  test("keeps no key in localStorage, and is served with a CSP and X-Frame-Options: DENY as /console is", async () => {
+    const { scripts } = assets();
+    const init = await (await fetch(new URL(scripts.find((u) => u.includes("init"))!, `${server.url}/docs`))).text();
+    // Swagger UI's persistAuthorization writes the typed key to localStorage.
+    expect(init).toContain("persistAuthorization: false");
+    for (const path of ["/docs", ...scripts]) {
+      const res = await fetch(new URL(path, `${server.url}/docs`));
+      await res.arrayBuffer();
+      expect([path, res.headers.get("x-frame-options")]).toEqual([path, "DENY"]);
+      const csp = res.headers.get("content-security-policy") ?? "";
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toMatch(/script-src 'self'(;|$)/);
     }
   });
 

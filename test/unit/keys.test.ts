@@ -35,7 +35,7 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("createKey stores only a hash", () => {
     test("the key appears nowhere in the api_keys table", async () => {
       const { storage, keys } = await setup();
-      const { key } = await createKey(keys, "ci");
+      const { key } = await createKey(storage, { name: "ci" });
       const rows = await dialect.rows(storage, "SELECT * FROM api_keys");
       expect(rows).toHaveLength(1);
       const dump = JSON.stringify(rows);
@@ -45,19 +45,31 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("returns the key and its listing info", async () => {
-      const { keys, clock } = await setup();
+      const { storage, keys, clock } = await setup();
       clock.t = Date.UTC(2026, 10, 21, 9, 30);
-      const { key, info } = await createKey(keys, "ci");
+      const { key, info } = await createKey(storage, { name: "ci" });
       expect(key).toMatch(/^tw_[A-Za-z0-9_-]{24,}$/);
-      expect(info).toEqual({ name: "ci", prefix: key.slice(0, 10), created_at: expect.any(String), revoked_at: null });
+      expect(info).toEqual({
+        id: expect.any(String),
+        name: "ci",
+        prefix: key.slice(0, 10),
+        scopes: ["*"],
+        lines: null,
+        reach: "any",
+        expires_at: null,
+        created_by: null,
+        created_at: expect.any(String),
+        last_used_at: null,
+        revoked_at: null,
+      });
       if (dialect.movableClock) expect(info.created_at).toBe("2026-11-21T09:30:00.000Z");
       expect(await listKeys(keys)).toEqual([info]);
     });
 
     test("a bad name is BAD_REQUEST", async () => {
-      const { keys } = await setup();
+      const { storage, keys } = await setup();
       for (const name of ["", "has space", "-leading-dash", "x".repeat(65), "ünïcode"]) {
-        expect(await codeOf(createKey(keys, name))).toBe("BAD_REQUEST");
+        expect(await codeOf(createKey(storage, { name: name }))).toBe("BAD_REQUEST");
       }
       expect(await countActiveKeys(keys)).toBe(0);
     });
@@ -65,22 +77,22 @@ describe.each(dialects)("on $name", (dialect) => {
 
   describe("key names are unique among keys in use", () => {
     test("a second active key with the same name is CONFLICT", async () => {
-      const { keys } = await setup();
-      await createKey(keys, "ci");
-      const err = await rejectionOf(createKey(keys, "ci"));
+      const { storage, keys } = await setup();
+      await createKey(storage, { name: "ci" });
+      const err = await rejectionOf(createKey(storage, { name: "ci" }));
       expect((err as AppError).code).toBe("CONFLICT");
       expect((err as AppError).message).toContain("ci");
       expect(await countActiveKeys(keys)).toBe(1);
     });
 
     test("a revoked key's name can be reused", async () => {
-      const { keys, clock } = await setup();
+      const { storage, keys, clock } = await setup();
       clock.t = Date.UTC(2026, 0, 1);
-      const old = (await createKey(keys, "ci")).key;
+      const old = (await createKey(storage, { name: "ci" })).key;
       clock.t = Date.UTC(2026, 0, 2);
-      await revokeKey(keys, "ci");
+      await revokeKey(storage, "ci");
       clock.t = Date.UTC(2026, 0, 3);
-      const fresh = (await createKey(keys, "ci")).key;
+      const fresh = (await createKey(storage, { name: "ci" })).key;
       expect(fresh).not.toBe(old);
       expect(await countActiveKeys(keys)).toBe(1);
       const listed = (await listKeys(keys)).map((k) => [k.name, k.revoked_at === null]);
@@ -97,26 +109,26 @@ describe.each(dialects)("on $name", (dialect) => {
 
   describe("revokeKey", () => {
     test("an unknown name is NOT_FOUND", async () => {
-      const { keys } = await setup();
-      expect(await codeOf(revokeKey(keys, "nobody"))).toBe("NOT_FOUND");
+      const { storage, keys } = await setup();
+      expect(await codeOf(revokeKey(storage, "nobody"))).toBe("NOT_FOUND");
     });
 
     test("revoking twice: the second time is NOT_FOUND", async () => {
-      const { keys } = await setup();
-      await createKey(keys, "ci");
-      await revokeKey(keys, "ci");
-      expect(await codeOf(revokeKey(keys, "ci"))).toBe("NOT_FOUND");
+      const { storage, keys } = await setup();
+      await createKey(storage, { name: "ci" });
+      await revokeKey(storage, "ci");
+      expect(await codeOf(revokeKey(storage, "ci"))).toBe("NOT_FOUND");
     });
   });
 
   describe("countActiveKeys", () => {
     test("counts keys in use, not revoked ones", async () => {
-      const { keys } = await setup();
+      const { storage, keys } = await setup();
       expect(await countActiveKeys(keys)).toBe(0);
-      await createKey(keys, "one");
-      await createKey(keys, "two");
+      await createKey(storage, { name: "one" });
+      await createKey(storage, { name: "two" });
       expect(await countActiveKeys(keys)).toBe(2);
-      await revokeKey(keys, "one");
+      await revokeKey(storage, "one");
       expect(await countActiveKeys(keys)).toBe(1);
     });
   });
@@ -129,33 +141,33 @@ describe.each(dialects)("on $name", (dialect) => {
       const verify = createKeyVerifier((await setup()).keys, [ENV_A, ENV_B]);
       expect(await verify(ENV_A)).not.toBeNull();
       expect(await verify(ENV_B)).not.toBeNull();
-      expect(await verify(ENV_A)).not.toBe(await verify(ENV_B));
+      expect((await verify(ENV_A))?.id).not.toBe((await verify(ENV_B))?.id);
     });
 
     test("stored keys, including ones created after the verifier", async () => {
-      const { keys } = await setup();
-      const before = (await createKey(keys, "before")).key;
+      const { storage, keys } = await setup();
+      const before = (await createKey(storage, { name: "before" })).key;
       const verify = createKeyVerifier(keys, []);
-      const after = (await createKey(keys, "after")).key;
+      const after = (await createKey(storage, { name: "after" })).key;
       expect(await verify(before)).not.toBeNull();
       expect(await verify(after)).not.toBeNull();
-      expect(await verify(before)).not.toBe(await verify(after));
+      expect((await verify(before))?.id).not.toBe((await verify(after))?.id);
     });
   });
 
   describe("createKeyVerifier refuses the wrong keys", () => {
     test("a revoked key is refused at once by an existing verifier", async () => {
-      const { keys } = await setup();
-      const { key } = await createKey(keys, "ci");
+      const { storage, keys } = await setup();
+      const { key } = await createKey(storage, { name: "ci" });
       const verify = createKeyVerifier(keys, []);
       expect(await verify(key)).not.toBeNull();
-      await revokeKey(keys, "ci");
+      await revokeKey(storage, "ci");
       expect(await verify(key)).toBeNull();
     });
 
     test("wrong keys are refused", async () => {
-      const { keys } = await setup();
-      const { key } = await createKey(keys, "ci");
+      const { storage, keys } = await setup();
+      const { key } = await createKey(storage, { name: "ci" });
       const env = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
       const verify = createKeyVerifier(keys, [env]);
       for (const wrong of ["", "tw_", key.slice(0, -1), `${key}x`, key.toUpperCase(), env.slice(0, -1), `${env} `, generateKey()]) {
@@ -165,7 +177,7 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("the stored hash itself is not a key", async () => {
       const { storage, keys } = await setup();
-      await createKey(keys, "ci");
+      await createKey(storage, { name: "ci" });
       const [stored] = (await dialect.rows(storage, "SELECT hash, prefix FROM api_keys")) as { hash: string; prefix: string }[];
       const verify = createKeyVerifier(keys, []);
       expect(await verify(stored!.hash)).toBeNull();
@@ -181,25 +193,25 @@ describe.each(dialects)("on $name", (dialect) => {
     const hex = (key: string) => hashKey(key).toString("hex");
 
     test("gives the same id as the key itself, for stored and environment keys", async () => {
-      const { keys } = await setup();
-      const { key } = await createKey(keys, "ci");
+      const { storage, keys } = await setup();
+      const { key } = await createKey(storage, { name: "ci" });
       const env = "env_key_aaaaaaaaaaaaaaaaaaaaaaaa";
       const verify = createKeyVerifier(keys, [env]);
-      expect(await verify.byHash(hex(key))).toBe((await verify(key))!);
-      expect(await verify.byHash(hex(env))).toBe("env:0");
+      expect(await verify.byHash(hex(key))).toEqual((await verify(key))!);
+      expect((await verify.byHash(hex(env)))?.id).toBe("env:0");
     });
 
     test("a revoked key's hash is refused at once", async () => {
-      const { keys } = await setup();
-      const { key } = await createKey(keys, "ci");
+      const { storage, keys } = await setup();
+      const { key } = await createKey(storage, { name: "ci" });
       const verify = createKeyVerifier(keys, []);
-      await revokeKey(keys, "ci");
+      await revokeKey(storage, "ci");
       expect(await verify.byHash(hex(key))).toBeNull();
     });
 
     test("unknown or malformed hashes are refused, never thrown on", async () => {
-      const { keys } = await setup();
-      const { key } = await createKey(keys, "ci");
+      const { storage, keys } = await setup();
+      const { key } = await createKey(storage, { name: "ci" });
       const verify = createKeyVerifier(keys, ["env_key_aaaaaaaaaaaaaaaaaaaaaaaa"]);
       for (const wrong of ["", "00", hex(generateKey()), hex(key).toUpperCase(), hex(key).slice(2), `${hex(key)}00`, key]) {
         expect(await verify.byHash(wrong)).toBeNull();

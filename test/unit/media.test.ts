@@ -156,6 +156,17 @@ describe("signed URLs", () => {
     expect(signedUrlProblem(secret, id, later, now)).toBe("forged");
     expect(signedUrlProblem(secret, id, new URLSearchParams(), now)).toBe("forged");
   });
+
+  test("a link signed to expire more than 7 days ahead is refused, even with a good signature", () => {
+    const day = 24 * 3600_000;
+    // signedMediaUrl signs for a day after the `now` it is given: signed "6 days on", it expires 7 days from now.
+    const atLimit = signedMediaUrl("https://tw.example.com/", secret, id, now + 6 * day);
+    expect(signedUrlProblem(secret, id, query(atLimit), now)).toBeNull();
+    const beyond = signedMediaUrl("https://tw.example.com/", secret, id, now + 6 * day + 1000);
+    expect(signedUrlProblem(secret, id, query(beyond), now)).toBe("too_far");
+    const years = signedMediaUrl("https://tw.example.com/", secret, id, now + 3650 * day);
+    expect(signedUrlProblem(secret, id, query(years), now)).toBe("too_far");
+  });
 });
 
 describe("fetchMedia", () => {
@@ -263,5 +274,20 @@ describe("fetchMedia", () => {
     const tooMany = (await fetchMedia(`${base}/hop`, open).catch((e) => e)) as MediaFetchError;
     expect(tooMany.kind).toBe("failed");
     expect(tooMany.message).toBe("was redirected more than 3 times");
+  });
+
+  test("DNS rebinding: the name is resolved once and the file is fetched from that address, the name as Host", async () => {
+    const asked: string[] = [];
+    // The attacker's name server: a first answer, then another for anyone who asks again.
+    const lookup = async (host: string) => {
+      asked.push(host);
+      return [{ address: asked.length === 1 ? "127.0.0.1" : "10.0.0.1" }];
+    };
+    const fetched = await fetchMedia(`http://media.rebind.invalid:${server.port}/typed`, { ...open, lookup });
+    expect(fetched.contentType).toBe("image/png");
+    expect(asked).toEqual(["media.rebind.invalid"]);
+    const refused = await fetchMedia(`https://media.rebind.invalid:${server.port}/typed`, { allowPrivate: false, lookup: async () => [{ address: "169.254.169.254" }] }).catch((e) => e);
+    expect(refused).toBeInstanceOf(MediaFetchError);
+    expect((refused as MediaFetchError).message).toBe("media.rebind.invalid resolves to 169.254.169.254 is a link-local address");
   });
 });

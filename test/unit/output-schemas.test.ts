@@ -57,9 +57,10 @@ test("events and deliveries answers match their documented schemas exactly", asy
   await call("/webhooks/loopback", { phone: "+14155550123", message: "in" });
   await call("/api/send", { phone: "+14155550123", message: "out" });
   const events = await call("/api/events");
-  expect(events.events.map((e: { type: string }) => e.type)).toEqual(["message.received", "message.status_updated"]);
+  // The endpoint's own creation is an admin event, delivered to it like any other.
+  expect(events.events.map((e: { type: string }) => e.type)).toEqual(["webhook_endpoint.created", "message.received", "message.status_updated"]);
   const deliveries = await call(`/api/webhook-endpoints/${endpoint.id}/deliveries`);
-  expect(deliveries.count).toBe(2);
+  expect(deliveries.count).toBe(3);
   for (const [schema, answer] of [
     [eventsOutput, events],
     [deliveriesOutput, deliveries],

@@ -60,7 +60,7 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("signIn", () => {
     test("a valid key: a 43-character token and CSRF token, expiry 12 h on; only hashes stored", async () => {
       const { storage, app, clock } = await setup();
-      const { key } = await createKey(storage.apiKeys, "operator");
+      const { key } = await createKey(storage, { name: "operator" });
       const session = await signIn(app, key);
       expect(session.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(session.csrfToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -77,12 +77,12 @@ describe.each(dialects)("on $name", (dialect) => {
     test("a key from the environment signs in too", async () => {
       const { app } = await setup();
       const session = await signIn(app, ENV_KEY);
-      expect(await sessionAuth(app, session.token)).toMatchObject({ keyId: "env:0", csrfToken: session.csrfToken });
+      expect(await sessionAuth(app, session.token)).toMatchObject({ key: { id: "env:0", scopes: ["*"] }, csrfToken: session.csrfToken });
     });
 
     test("a wrong key: 401 naming key, nothing stored", async () => {
       const { storage, app } = await setup();
-      const { key } = await createKey(storage.apiKeys, "operator");
+      const { key } = await createKey(storage, { name: "operator" });
       for (const wrong of ["", `${key}x`, key.slice(0, -1), hex(key)]) {
         const err = await rejectionOf(signIn(app, wrong));
         expect(err).toBeInstanceOf(AppError);
@@ -103,10 +103,10 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("sessionAuth and signOut", () => {
     test("the token authenticates as its key, with its CSRF token and expiry", async () => {
       const { storage, app } = await setup();
-      const { key } = await createKey(storage.apiKeys, "operator");
-      const keyId = await app.verifyKey(key);
+      const { key } = await createKey(storage, { name: "operator" });
+      const verified = await app.verifyKey(key);
       const session = await signIn(app, key);
-      expect(await sessionAuth(app, session.token)).toEqual({ keyId: keyId!, csrfToken: session.csrfToken, expiresAt: session.expiresAt });
+      expect(await sessionAuth(app, session.token)).toEqual({ key: verified!, csrfToken: session.csrfToken, expiresAt: session.expiresAt });
     });
 
     test("unknown, malformed or hashed tokens: null", async () => {
@@ -119,9 +119,9 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("revoking the key ends its sessions at once", async () => {
       const { storage, app } = await setup();
-      const { key } = await createKey(storage.apiKeys, "operator");
+      const { key } = await createKey(storage, { name: "operator" });
       const session = await signIn(app, key);
-      await revokeKey(storage.apiKeys, "operator");
+      await revokeKey(storage, "operator");
       expect(await sessionAuth(app, session.token)).toBeNull();
     });
 

@@ -173,3 +173,44 @@ describe("one attempt", () => {
     expect(r.received).toHaveLength(0);
   });
 });
+
+describe("DNS rebinding: an attempt connects to the address that was checked", () => {
+  /** A DNS that answers `first` once, then `later` (the rebinding attacker's name server); counts its questions. */
+  function rebinding(first: string, later: string) {
+    const asked: string[] = [];
+    const lookup = async (host: string) => {
+      asked.push(host);
+      return [{ address: asked.length === 1 ? first : later }];
+    };
+    return { lookup, asked };
+  }
+
+  test("the name is resolved once; the POST goes to that address, with the name as Host", async () => {
+    const r = receiver(newSecret());
+    const port = new URL(r.url).port;
+    const dns = rebinding("127.0.0.1", "10.0.0.1");
+    // A name no real DNS answers: only the checked address can be reached.
+    const url = `http://hooks.rebind.invalid:${port}/hook`;
+    const result = await attemptDelivery(endpoint(url, r.secret!), "evt_pin", BODY, { ...allowPrivate, lookup: dns.lookup });
+    expect(result).toEqual({ ok: true, status: 204, error: null });
+    expect(dns.asked).toEqual(["hooks.rebind.invalid"]);
+    expect(r.received).toHaveLength(1);
+    expect(r.received[0]!.headers.host).toBe(`hooks.rebind.invalid:${port}`);
+    expect(r.received[0]!.verified).toBe(true);
+  });
+
+  test("a name that resolves inward is refused before any request, and the reason is reported", async () => {
+    const r = receiver(newSecret());
+    const port = new URL(r.url).port;
+    const refused: string[] = [];
+    const dns = rebinding("127.0.0.1", "127.0.0.1");
+    const result = await attemptDelivery(endpoint(`https://hooks.rebind.invalid:${port}/hook`, r.secret!), "evt_in", BODY, {
+      allowPrivate: false,
+      lookup: dns.lookup,
+      onRefused: (reason) => refused.push(reason),
+    });
+    expect(result).toEqual({ ok: false, status: null, error: "blocked: hooks.rebind.invalid resolves to 127.0.0.1 is a loopback address" });
+    expect(refused).toEqual(["hooks.rebind.invalid resolves to 127.0.0.1 is a loopback address"]);
+    expect(r.received).toEqual([]);
+  });
+});

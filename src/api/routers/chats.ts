@@ -16,7 +16,8 @@ import { createGroup, markChatRead, renameGroup, setChatTyping, setGroupParticip
 import { historyOutput } from "../../messages/schemas";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
-import { authedProcedure, documentedOnly, router } from "../trpc";
+import { requireWrite } from "../../auth/policy";
+import { scoped, documentedOnly, router } from "../trpc";
 import { SEND_LOCK_MS } from "./messages";
 
 const tags = ["chats"];
@@ -41,7 +42,7 @@ const TYPING = {
 /** Chats (docs/api.md "Chats"): every conversation, a contact's direct chat or a group. */
 export const chatsRouter = (maxMessageLength: number) =>
   router({
-    create: authedProcedure
+    create: scoped("messages:send")
       .meta({
         successStatus: 201,
         openapi: {
@@ -66,9 +67,12 @@ export const chatsRouter = (maxMessageLength: number) =>
       })
       .input(createChatInput(maxMessageLength))
       .output(createChatOutput)
-      .mutation(({ ctx, input }) => idempotentMutation(ctx, "chats.create", input, SEND_LOCK_MS, () => createGroup(ctx.app, input))),
+      .mutation(async ({ ctx, input }) => {
+        await requireWrite(ctx.key, input.participants, ctx.app.storage.messages);
+        return idempotentMutation(ctx, "chats.create", input, SEND_LOCK_MS, () => createGroup(ctx.app, input));
+      }),
 
-    list: authedProcedure
+    list: scoped("messages:read")
       .meta({
         openapi: {
           method: "GET",
@@ -84,7 +88,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(documentedOnly(chatsOutput))
       .query(({ ctx, input }) => listChats(ctx.app.storage, input)),
 
-    messages: authedProcedure
+    messages: scoped("messages:read")
       .meta({
         openapi: {
           method: "GET",
@@ -101,7 +105,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(documentedOnly(historyOutput))
       .query(({ ctx, input }) => listChatMessages(ctx.app.storage, input)),
 
-    rename: authedProcedure
+    rename: scoped("messages:send")
       .meta({
         openapi: {
           method: "PATCH",
@@ -117,7 +121,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(chatOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, chat: await renameGroup(ctx.app, input.id, input.name) })),
 
-    addParticipant: authedProcedure
+    addParticipant: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -131,9 +135,12 @@ export const chatsRouter = (maxMessageLength: number) =>
       })
       .input(participantInput)
       .output(chatOutput)
-      .mutation(async ({ ctx, input }) => ({ success: true, chat: await setGroupParticipant(ctx.app, input.id, input.phone, true) })),
+      .mutation(async ({ ctx, input }) => {
+        await requireWrite(ctx.key, [input.phone], ctx.app.storage.messages);
+        return { success: true, chat: await setGroupParticipant(ctx.app, input.id, input.phone, true) };
+      }),
 
-    removeParticipant: authedProcedure
+    removeParticipant: scoped("messages:send")
       .meta({
         openapi: {
           method: "DELETE",
@@ -149,7 +156,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(chatOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, chat: await setGroupParticipant(ctx.app, input.id, input.phone, false) })),
 
-    startTyping: authedProcedure
+    startTyping: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -165,7 +172,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(typingOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, ...(await setChatTyping(ctx.app, input.id, true)) })),
 
-    stopTyping: authedProcedure
+    stopTyping: scoped("messages:send")
       .meta({
         openapi: {
           method: "DELETE",
@@ -181,7 +188,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(typingOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, ...(await setChatTyping(ctx.app, input.id, false)) })),
 
-    markRead: authedProcedure
+    markRead: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -197,7 +204,7 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(chatOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, chat: await markChatRead(ctx.app, input.id) })),
 
-    get: authedProcedure
+    get: scoped("messages:read")
       .meta({
         openapi: {
           method: "GET",

@@ -2,7 +2,7 @@ import { contactInput, contactOutput, getContact, typingOutput } from "../../mes
 import { markConversationRead } from "../../messages/read-state";
 import { setOurTyping } from "../../messages/typing";
 import { READ_ERRORS } from "../error-responses";
-import { authedProcedure, documentedOnly, router } from "../trpc";
+import { scoped, documentedOnly, router } from "../trpc";
 
 const tags = ["contacts"];
 const errors = { ...READ_ERRORS, 400: "`phone` is not E.164." };
@@ -14,7 +14,7 @@ const TYPING_ERRORS = {
 
 /** Contacts: whether one opted out (docs/api.md "Opt-outs"), their unread messages and typing; ours to them. */
 export const contactsRouter = router({
-  get: authedProcedure
+  get: scoped("messages:read")
     .meta({
       openapi: {
         method: "GET",
@@ -31,7 +31,7 @@ export const contactsRouter = router({
     .output(documentedOnly(contactOutput))
     .query(async ({ ctx, input }) => ({ success: true, contact: await getContact(ctx.app.storage, input.phone) })),
 
-  startTyping: authedProcedure
+  startTyping: scoped("messages:send")
     .meta({
       openapi: {
         method: "POST",
@@ -47,7 +47,7 @@ export const contactsRouter = router({
     .output(typingOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, ...(await setOurTyping(ctx.app, input.phone, true)) })),
 
-  stopTyping: authedProcedure
+  stopTyping: scoped("messages:send")
     .meta({
       openapi: {
         method: "DELETE",
@@ -63,7 +63,7 @@ export const contactsRouter = router({
     .output(typingOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, ...(await setOurTyping(ctx.app, input.phone, false)) })),
 
-  markRead: authedProcedure
+  markRead: scoped("messages:send")
     .meta({
       openapi: {
         method: "POST",

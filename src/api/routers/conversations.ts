@@ -1,9 +1,9 @@
 import { conversationsInput, conversationsOutput, listConversations } from "../../messages/conversations";
-import { authedProcedure, documentedOnly, router } from "../trpc";
+import { scoped, documentedOnly, router } from "../trpc";
 
 /** The console's conversation list (tRPC only: no REST route, docs/api.md "tRPC"). */
 export const conversationsRouter = router({
-  list: authedProcedure
+  list: scoped("messages:read")
     .input(conversationsInput)
     .output(documentedOnly(conversationsOutput))
     .query(async ({ ctx, input }) => ({ conversations: await listConversations(ctx.app.storage.messages, input) })),

@@ -21,7 +21,8 @@ import { generateOutput, generateRequestInput } from "../../generator/schemas";
 import { generateReply } from "../../generator/service";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
-import { authedProcedure, documentedOnly, router } from "../trpc";
+import { requireScope, requireWrite } from "../../auth/policy";
+import { authedProcedure, scoped, documentedOnly, router } from "../trpc";
 
 const tags = ["messages"];
 
@@ -31,7 +32,7 @@ const read = READ_ERRORS;
 const write = { ...BODY_ERRORS, 409: "" };
 const NETWORK_ERRORS = {
   400: "Invalid input (the field is named), an invalid Idempotency-Key, or the network refused the recipient (the message stays in history as failed).",
-  403: "The contact opted out by replying STOP (`phone: the contact opted out by replying STOP`): nothing is stored or sent. When the network reports it (Twilio's error 21610) the message was already stored and stays failed.",
+  403: "The key lacks messages:send (`scope: this key lacks messages:send`), its reach is `known` and the phone never wrote first, or the contact opted out by replying STOP (`phone: the contact opted out by replying STOP`): nothing is stored or sent. When the network reports it (Twilio's error 21610) the message was already stored and stays failed.",
   429: "The key's rate limit or failed-authentication limit (Retry-After), or the network throttled the send (the message stays in history as failed).",
   502: "The network failed; the message stays in history as failed with its error.",
   504: "The network did not answer in time: the message may still go out. `error.message_id` names it; it keeps a non-final status until the network's report settles it, and a retry with the same Idempotency-Key answers from that record without sending again.",
@@ -53,7 +54,7 @@ export const SEND_LOCK_MS = 60_000;
 
 export const messagesRouter = (maxMessageLength: number) =>
   router({
-    send: authedProcedure
+    send: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -69,10 +70,13 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(sendInput(maxMessageLength))
       .output(sendOutput)
-      .mutation(({ ctx, input }) => idempotentMutation(ctx, "send", input, SEND_LOCK_MS, (claim) => sendAnswered(ctx.app, input, claim))),
+      .mutation(async ({ ctx, input }) => {
+        await requireWrite(ctx.key, [input.phone], ctx.app.storage.messages);
+        return idempotentMutation(ctx, "send", input, SEND_LOCK_MS, (claim) => sendAnswered(ctx.app, input, claim));
+      }),
 
     // Declared before history: the first route that matches wins (src/api/rest.ts keeps this order).
-    poll: authedProcedure
+    poll: scoped("messages:read")
       .meta({
         openapi: {
           method: "GET",
@@ -90,7 +94,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .query(({ ctx, input }) => pollInbound(ctx.app, input)),
 
     // Declared before history, as poll is.
-    scheduled: authedProcedure
+    scheduled: scoped("messages:read")
       .meta({
         openapi: {
           method: "GET",
@@ -106,7 +110,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(documentedOnly(scheduledOutput))
       .query(({ ctx, input }) => listScheduled(ctx.app.storage.messages, input)),
 
-    cancel: authedProcedure
+    cancel: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -127,7 +131,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(messageOutput)
       .mutation(({ ctx, input }) => cancelScheduled(ctx.app, input.id)),
 
-    react: authedProcedure
+    react: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -145,7 +149,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(messageOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, message: await reactToMessage(ctx.app, input.id, input.reaction) })),
 
-    unreact: authedProcedure
+    unreact: scoped("messages:send")
       .meta({
         openapi: {
           method: "DELETE",
@@ -162,7 +166,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(messageOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, message: await removeOurReaction(ctx.app, input.id) })),
 
-    edit: authedProcedure
+    edit: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -180,7 +184,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(messageOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, message: await editOurMessage(ctx.app, input.id, input.message) })),
 
-    unsend: authedProcedure
+    unsend: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",
@@ -197,7 +201,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(messageOutput)
       .mutation(async ({ ctx, input }) => ({ success: true, message: await unsendOurMessage(ctx.app, input.id) })),
 
-    history: authedProcedure
+    history: scoped("messages:read")
       .meta({
         openapi: {
           method: "GET",
@@ -234,14 +238,17 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(generateRequestInput)
       .output(generateOutput)
-      .mutation(({ ctx, input, signal }) => {
+      .mutation(async ({ ctx, input, signal }) => {
         const { auto_send, ...request } = input;
+        // Sending needs messages:send (and the key's reach); writing a reply without sending, drafts:write.
+        if (auto_send === true) await requireWrite(ctx.key, [input.phone], ctx.app.storage.messages);
+        else requireScope(ctx.key, "drafts:write", "messages:send");
         const lockMs = ctx.app.config.GENERATOR_TIMEOUT_MS + SEND_LOCK_MS;
         return idempotentMutation(ctx, "generate", input, lockMs, (claim) => generateReply(ctx.app, { ...request, autoSend: auto_send === true }, { signal, claim }));
       }),
 
     // tRPC only (no REST route: GET /api/messages/{id} is a phone's history): the record a send answered with an id (the MCP tools, docs/mcp.md).
-    get: authedProcedure
+    get: scoped("messages:read")
       .input(messageIdInput)
       .output(documentedOnly(messageOutput))
       .query(async ({ ctx, input }) => ({ success: true, message: await currentRecord(ctx.app.storage, input.id) })),

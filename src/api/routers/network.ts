@@ -1,10 +1,10 @@
 import { networkOutput, networkInfo } from "../../messages/network-actions";
 import { READ_ERRORS } from "../error-responses";
-import { authedProcedure, noInput, router } from "../trpc";
+import { scoped, noInput, router } from "../trpc";
 
 /** The messaging network this deployment uses and what it can do (CONTRACT §14). */
 export const networkRouter = router({
-  get: authedProcedure
+  get: scoped("messages:read")
     .meta({
       openapi: {
         method: "GET",

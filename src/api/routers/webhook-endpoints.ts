@@ -27,7 +27,7 @@ import {
   updateEndpointInput,
 } from "../../webhooks/schemas";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
-import { authedProcedure, documentedOnly, router, type Context } from "../trpc";
+import { scoped, documentedOnly, router, type Context } from "../trpc";
 
 const tags = ["webhook-endpoints"];
 
@@ -36,11 +36,11 @@ const read = READ_ERRORS;
 const withBody = BODY_ERRORS;
 const NOT_FOUND = { 404: "No webhook endpoint with this id." };
 
-const deps = (ctx: Context) => ({ webhooks: ctx.app.storage.webhooks, allowPrivateUrls: ctx.app.config.ALLOW_PRIVATE_URLS, secrets: ctx.app.secrets });
+const deps = (ctx: Context) => ({ storage: ctx.app.storage, webhooks: ctx.app.storage.webhooks, allowPrivateUrls: ctx.app.config.ALLOW_PRIVATE_URLS, actorKeyId: ctx.keyId ?? null, secrets: ctx.app.secrets });
 
 /** Outbound webhooks: where Textwire POSTs its events (docs/webhooks.md). */
 export const webhookEndpointsRouter = router({
-  create: authedProcedure
+  create: scoped("webhooks:manage")
     .meta({
       successStatus: 201,
       openapi: {
@@ -62,7 +62,7 @@ export const webhookEndpointsRouter = router({
     .output(endpointWithSecretOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, endpoint: await createEndpoint(deps(ctx), input) })),
 
-  list: authedProcedure
+  list: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "GET",
@@ -71,13 +71,13 @@ export const webhookEndpointsRouter = router({
         summary: "Every webhook endpoint, oldest first",
         description: "Secrets are never listed.",
         protect: true,
-        errorResponses: { 401: "", 405: "", 429: "", 500: "" },
+        errorResponses: { 401: "", 403: "", 405: "", 429: "", 500: "" },
       },
     })
     .output(endpointsOutput)
     .query(async ({ ctx }) => ({ success: true, endpoints: await listEndpoints(ctx.app.storage.webhooks) })),
 
-  get: authedProcedure
+  get: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "GET",
@@ -93,7 +93,7 @@ export const webhookEndpointsRouter = router({
     .output(endpointOutput)
     .query(async ({ ctx, input }) => ({ success: true, endpoint: await getEndpoint(ctx.app.storage.webhooks, input.id) })),
 
-  update: authedProcedure
+  update: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "PATCH",
@@ -110,7 +110,7 @@ export const webhookEndpointsRouter = router({
     .output(endpointOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, endpoint: await updateEndpoint(deps(ctx), input) })),
 
-  delete: authedProcedure
+  delete: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "DELETE",
@@ -125,11 +125,11 @@ export const webhookEndpointsRouter = router({
     .input(endpointIdInput)
     .output(deletedOutput)
     .mutation(async ({ ctx, input }) => {
-      await deleteEndpoint(ctx.app.storage.webhooks, input.id);
+      await deleteEndpoint(deps(ctx), input.id);
       return { success: true, deleted: input.id };
     }),
 
-  rotateSecret: authedProcedure
+  rotateSecret: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "POST",
@@ -147,7 +147,7 @@ export const webhookEndpointsRouter = router({
     .output(endpointWithSecretOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, endpoint: await rotateSecret(deps(ctx), input.id) })),
 
-  deliveries: authedProcedure
+  deliveries: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "GET",
@@ -166,7 +166,7 @@ export const webhookEndpointsRouter = router({
       return { success: true, deliveries, count: deliveries.length };
     }),
 
-  replay: authedProcedure
+  replay: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "POST",
@@ -183,7 +183,7 @@ export const webhookEndpointsRouter = router({
     .output(replayOutput)
     .mutation(async ({ ctx, input }) => ({ success: true, queued: await replayEvents(ctx.app.storage.webhooks, input) })),
 
-  retry: authedProcedure
+  retry: scoped("webhooks:manage")
     .meta({
       openapi: {
         method: "POST",
@@ -201,7 +201,7 @@ export const webhookEndpointsRouter = router({
 });
 
 export const eventsRouter = router({
-  list: authedProcedure
+  list: scoped("messages:read")
     .meta({
       openapi: {
         method: "GET",

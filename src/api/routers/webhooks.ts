@@ -2,14 +2,14 @@ import { z } from "zod";
 import { chatOutput } from "../../messages/chat-schemas";
 import { loopbackInput, messageOutput } from "../../messages/schemas";
 import { receiveLoopback } from "../../messages/network-events";
-import { authedProcedure, router } from "../trpc";
+import { scoped, router } from "../trpc";
 
 const inboundOutput = z.object({ success: z.boolean(), message_id: z.string(), timestamp: z.string() });
 const contactTypingOutput = z.object({ success: z.boolean(), typing: z.boolean().meta({ description: "Whether the contact is typing now." }) });
 
 export const webhooksRouter = (maxMessageLength: number) =>
   router({
-    loopback: authedProcedure
+    loopback: scoped("messages:send")
       .meta({
         openapi: {
           method: "POST",

@@ -56,7 +56,9 @@ export function ConversationList({ openPhone, openChat }: { openPhone: string | 
             <li key={entry.chat.id}>
               <Link href={groupPath(entry.chat.id)} aria-current={entry.chat.id === openChat ? "page" : undefined}>
                 <span>
-                  <strong>{groupLabel(entry.chat)}</strong> <Unread count={entry.chat.unread} />{" "}
+                  <strong>
+                    <bdi>{groupLabel(entry.chat)}</bdi>
+                  </strong> <Unread count={entry.chat.unread} />{" "}
                   {entry.chat.last_message_at && <LocalTime value={entry.chat.last_message_at} compact />}
                 </span>{" "}
                 <small>Group of {entry.chat.participants.length + 1}</small>
@@ -66,12 +68,14 @@ export function ConversationList({ openPhone, openChat }: { openPhone: string | 
             <li key={entry.conversation.phone}>
               <Link href={threadPath(entry.conversation.phone)} aria-current={entry.conversation.phone === openPhone ? "page" : undefined}>
                 <span>
-                  <strong>{entry.conversation.phone}</strong> <Unread count={entry.conversation.unread} />{" "}
+                  <strong>
+                    <bdi>{entry.conversation.phone}</bdi>
+                  </strong> <Unread count={entry.conversation.unread} />{" "}
                   <LocalTime value={entry.conversation.last_message.timestamp} compact />
                 </span>{" "}
                 <small>
                   {entry.conversation.last_message.direction === "outbound" ? "You: " : ""}
-                  {preview(entry.conversation.last_message)}
+                  <bdi>{preview(entry.conversation.last_message)}</bdi>
                 </small>
               </Link>
             </li>

@@ -3,6 +3,7 @@ import { useEffect, useId } from "react";
 import { ErrorAlert } from "../components/error-alert";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
+import { useMay } from "../use-scopes";
 import { Composer } from "./composer";
 import { groupLabel } from "./group-label";
 import { MessageList } from "./message-list";
@@ -15,6 +16,7 @@ import { useHistory } from "./use-history";
  */
 export function GroupThread({ chatId }: { chatId: string }) {
   const trpc = useTRPC();
+  const may = useMay();
   const headingId = useId();
   const refresh = useRefreshMessages();
   const chat = useQuery(trpc.chats.get.queryOptions({ id: chatId }));
@@ -24,15 +26,19 @@ export function GroupThread({ chatId }: { chatId: string }) {
   const label = group ? groupLabel(group) : chatId;
   const unread = group?.unread ?? 0;
   const { mutate: markReadNow } = markRead;
+  // Read marks are sent to the contact: messages:send.
+  const mayMark = may("messages:send");
   // Each fresh answer with messages unread marks them: a message that came between the read and
   // the refresh leaves the count as it was, and must not stay unread while the thread is open.
   const fetchedAt = chat.dataUpdatedAt;
   useEffect(() => {
-    if (unread > 0) markReadNow({ id: chatId });
-  }, [unread, fetchedAt, chatId, markReadNow]);
+    if (unread > 0 && mayMark) markReadNow({ id: chatId });
+  }, [unread, fetchedAt, chatId, markReadNow, mayMark]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
-      <h2 id={headingId}>{label}</h2>
+      <h2 id={headingId}>
+        <bdi>{label}</bdi>
+      </h2>
       {group && <p>Group with {group.participants.join(", ")}</p>}
       <ErrorAlert error={chat.error ?? history.error ?? markRead.error} />
       {history.hasOlder && (
@@ -41,7 +47,7 @@ export function GroupThread({ chatId }: { chatId: string }) {
         </button>
       )}
       {history.messages.length > 0 ? <MessageList label={`Messages in ${label}`} messages={history.messages} senders /> : history.loaded && <p>No messages yet.</p>}
-      <Composer to={{ chat_id: chatId }} />
+      {may("messages:send") && <Composer to={{ chat_id: chatId }} />}
     </section>
   );
 }

@@ -37,7 +37,7 @@ function Reactions({ reactions }: { reactions: MessageRecord["reactions"] }) {
     <ul className="reactions" aria-label="Reactions">
       {reactions.map(({ reaction, direction, phone, timestamp }) => (
         <li key={`${direction}${phone}`} title={new Date(timestamp).toLocaleString()}>
-          {direction === "outbound" ? "You" : phone}: <span aria-hidden="true">{REACTION_NAMES[reaction].emoji}</span> {REACTION_NAMES[reaction].name}
+          {direction === "outbound" ? "You" : <bdi>{phone}</bdi>}: <span aria-hidden="true">{REACTION_NAMES[reaction].emoji}</span> {REACTION_NAMES[reaction].name}
         </li>
       ))}
     </ul>
@@ -70,7 +70,13 @@ export function MessageItem({
   return (
     <li className={sent ? "sent" : "received"}>
       <small id={message.message ? undefined : describedId}>
-        <strong>{sent ? "Sent" : showSender && message.phone ? `From ${message.phone}` : "Received"}</strong> · <LocalTime value={message.timestamp} /> · {message.status}
+        <strong>{sent ? "Sent" : showSender && message.phone ? (
+            <>
+              From <bdi>{message.phone}</bdi>
+            </>
+          ) : (
+            "Received"
+          )}</strong> · <LocalTime value={message.timestamp} /> · {message.status}
         {message.send_at && (
           <>
             {" "}
@@ -85,9 +91,14 @@ export function MessageItem({
         )}
       </small>
       {message.reply_to && (
-        <small className="reply-to">Reply to {repliesTo ? `“${excerpt(repliesTo)}”` : "an earlier message"}</small>
+        <small className="reply-to">Reply to {repliesTo ? <bdi>“{excerpt(repliesTo)}”</bdi> : "an earlier message"}</small>
       )}
-      {message.message && <p id={describedId}>{message.message}</p>}
+      {/* dir="auto": a right-to-left override inside the text cannot reorder what surrounds it. */}
+      {message.message && (
+        <p id={describedId} dir="auto">
+          {message.message}
+        </p>
+      )}
       {message.media.length > 0 && (
         <div className="media">
           {message.media.map((media, index) => (
@@ -95,7 +106,11 @@ export function MessageItem({
           ))}
         </div>
       )}
-      {message.error && <p className="error">Error: {message.error}</p>}
+      {message.error && (
+        <p className="error">
+          Error: <bdi>{message.error}</bdi>
+        </p>
+      )}
       {message.reactions.length > 0 && <Reactions reactions={message.reactions} />}
       {showRead && message.read_at && (
         <small className="read">

@@ -3,6 +3,7 @@ import { useEffect, useId } from "react";
 import { ErrorAlert } from "../components/error-alert";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
+import { useMay } from "../use-scopes";
 import { Composer } from "./composer";
 import { MessageList } from "./message-list";
 import { ScheduledMessages } from "./scheduled-messages";
@@ -27,20 +28,25 @@ export function Thread({ phone }: { phone: string }) {
     refetchInterval: (query) => (query.state.data?.contact.typing ? TYPING_RECHECK_MS : false),
   });
   const system = useQuery({ ...trpc.system.info.queryOptions(), staleTime: Infinity });
+  const may = useMay();
   const markRead = useMutation(trpc.contacts.markRead.mutationOptions({ onSuccess: refresh }));
   const optedOut = contact.data?.contact.opted_out === true;
   const typing = contact.data?.contact.typing === true;
   const unread = contact.data?.contact.unread ?? 0;
   const { mutate: markReadNow } = markRead;
+  // Read marks are sent to the contact: messages:send.
+  const mayMark = may("messages:send");
   // Each fresh answer with messages unread marks them: a message that came between the read and
   // the refresh leaves the count as it was, and must not stay unread while the thread is open.
   const fetchedAt = contact.dataUpdatedAt;
   useEffect(() => {
-    if (unread > 0) markReadNow({ phone });
-  }, [unread, fetchedAt, phone, markReadNow]);
+    if (unread > 0 && mayMark) markReadNow({ phone });
+  }, [unread, fetchedAt, phone, markReadNow, mayMark]);
   return (
     <section aria-labelledby={headingId} aria-busy={!history.loaded && !history.error}>
-      <h2 id={headingId}>{phone}</h2>
+      <h2 id={headingId}>
+        <bdi>{phone}</bdi>
+      </h2>
       {optedOut && (
         <p>
           <mark>Opted out</mark>
@@ -58,8 +64,8 @@ export function Thread({ phone }: { phone: string }) {
         {typing && <small>typing…</small>}
       </p>
       <ScheduledMessages messages={history.messages} />
-      <Composer to={{ phone }} optedOut={optedOut} />
-      {system.data?.network === "loopback" && <SimulateInbound phone={phone} />}
+      {may("messages:send") && <Composer to={{ phone }} optedOut={optedOut} />}
+      {may("messages:send") && system.data?.network === "loopback" && <SimulateInbound phone={phone} />}
     </section>
   );
 }

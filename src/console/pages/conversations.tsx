@@ -2,6 +2,7 @@ import { useParams } from "wouter";
 import { ConversationList } from "../conversations/conversation-list";
 import { GroupThread } from "../conversations/group-thread";
 import { NewGroup } from "../conversations/new-group";
+import { useMay } from "../use-scopes";
 import { NewMessage } from "../conversations/new-message";
 import { Thread } from "../conversations/thread";
 
@@ -16,6 +17,7 @@ function decodedPhone(param: string): string {
 
 /** /conversations, /conversations/:phone and /conversations/group/:chat: the list beside the open thread, a contact's or a group's. */
 export function ConversationsPage() {
+  const may = useMay();
   const { phone: param, chat } = useParams<{ phone?: string; chat?: string }>();
   const phone = param === undefined ? undefined : decodedPhone(param);
   return (
@@ -23,8 +25,8 @@ export function ConversationsPage() {
       <div className="page-heading">
         <h1>Conversations</h1>
         <div className="actions">
-          <NewMessage />
-          <NewGroup />
+          {may("messages:send") && <NewMessage />}
+          {may("messages:send") && <NewGroup />}
         </div>
       </div>
       <div className="conversations">

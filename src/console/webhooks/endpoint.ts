@@ -28,6 +28,11 @@ const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   "message.unsent": "a message was unsent",
   "contact.typing": "a contact started or stopped typing",
   "chat.updated": "a group chat was renamed or its participants changed",
+  "key.created": "an API key was created (by the key named in actor_key_id)",
+  "key.revoked": "an API key was revoked",
+  "webhook_endpoint.created": "a webhook endpoint was added",
+  "webhook_endpoint.updated": "a webhook endpoint was changed",
+  "webhook_endpoint.deleted": "a webhook endpoint was deleted",
 };
 
 export const EVENT_TYPES = Object.entries(EVENT_DESCRIPTIONS).map(([type, description]) => ({ type, description }));

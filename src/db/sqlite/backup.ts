@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
+import { createPrivateFileSync } from "../../private-files";
 import { DatabaseError } from "../errors";
 
 /** What a backup wrote, read back from the copy. */
@@ -31,6 +32,8 @@ export function backupSqlite(source: string, target: string, opts: { force: bool
   const partial = join(dirname(to), `.${basename(to)}.${process.pid}.partial`);
   rmSync(partial, { force: true });
   try {
+    // VACUUM INTO fills an empty file and keeps its mode: the copy is 0600 like the database.
+    createPrivateFileSync(partial);
     const db = new Database(from, { strict: true });
     try {
       db.run(`PRAGMA busy_timeout = ${BACKUP_BUSY_MS}`);

@@ -1,5 +1,6 @@
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { createPrivateFileSync, makePrivateDirSync } from "../../private-files";
 import { dirname, resolve } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
@@ -70,7 +71,10 @@ export function probeWrite(sqlite: Database) {
  */
 export function openSqlite(url: string): Database {
   try {
-    if (url !== ":memory:") mkdirSync(dirname(resolve(url)), { recursive: true });
+    if (url !== ":memory:") {
+      makePrivateDirSync(dirname(resolve(url)));
+      createPrivateFileSync(resolve(url));
+    }
     const sqlite = new Database(url, { create: true, strict: true });
     // busy_timeout first: start-up (nothing is served yet) waits for another process's write
     // lock instead of failing. WAL lets readers run beside the single writer; NORMAL sync is
