@@ -3,7 +3,7 @@ import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type { OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
 import type { App } from "../app";
-import { requireScope, type KeyAuth } from "../auth/policy";
+import { allLinesRefusal, requireScope, type KeyAuth } from "../auth/policy";
 import { AppError } from "../errors";
 import type { Scope } from "../vocabulary/scopes";
 import { failureOf, HTTP_STATUS } from "./errors";
@@ -53,11 +53,19 @@ export const createCallerFactory = t.createCallerFactory;
  * read, one rate-limit token per call): a failure there is thrown by each procedure, for
  * tRPC clients to read in tRPC's format.
  */
-const authenticated = t.middleware(({ ctx, next }) => {
+const authenticated = t.middleware(({ ctx, next, path }) => {
   if (ctx.authError !== undefined) throw ctx.authError;
   if (!ctx.key) throw new AppError("UNAUTHORIZED", "authorization: missing header", { "WWW-Authenticate": "Bearer" });
+  // A key limited to some lines reaches only what names its line (src/lines): every other procedure reads or acts across lines.
+  if (ctx.key.lines !== null && !LINE_AWARE.has(path)) throw allLinesRefusal(ctx.key)!;
   return next({ ctx: { keyId: ctx.key.id, key: ctx.key } });
 });
+
+/**
+ * The procedures a key limited to lines may call: each checks the line it sends through or
+ * reads (the send path and history and poll in src/messages/service.ts; lines lists only the key's).
+ */
+const LINE_AWARE = new Set(["messages.send", "messages.generate", "messages.history", "messages.poll", "lines.list", "lines.get", "lines.route", "system.info", "network.get"]);
 
 /** Authenticated, with no scope checked here: the procedure asks the policy itself (its scope depends on its input). */
 export const authedProcedure = t.procedure.use(authenticated);

@@ -17,6 +17,8 @@ export interface LinesDeps {
   secrets: Secrets;
   config: Config;
   log: Logger;
+  /** The key acting on a change (the event's `actor_key_id`); null: the CLI. */
+  actorKeyId?: string | null;
 }
 
 /** A line as the API shows it: settings but never credentials; `webhook_url` absolute. */
@@ -109,7 +111,7 @@ async function commit(
     const record = toLineRecord({ row: written, ...built }, deps.lines, deps.config);
     // The registry has not seen this change yet: the mark is as written (the environment's line keeps it while no line took it).
     record.default = written.isDefault || (written.id === DEFAULT_LINE_ID && deps.lines.default().row.id === DEFAULT_LINE_ID);
-    await tx.events.append(type, { data: record });
+    await tx.events.append(type, { data: { ...record, actor_key_id: deps.actorKeyId ?? null } });
     return written;
   });
   await deps.lines.refresh();
@@ -207,7 +209,7 @@ export async function deleteLine(deps: LinesDeps, ref: string): Promise<LineReco
   await deps.storage.transaction(async (tx) => {
     await tx.lines.dropFallback(row.id);
     if (!(await tx.lines.delete(row.id))) throw new AppError("NOT_FOUND", `no line ${JSON.stringify(ref)}`);
-    await tx.events.append("line.deleted", { data: record });
+    await tx.events.append("line.deleted", { data: { ...record, actor_key_id: deps.actorKeyId ?? null } });
   });
   await deps.lines.refresh();
   await line.driver.unregister?.().catch((err) => deps.log.warn("the line's webhooks were not removed from its network", { line: row.name, error: errorText(err) }));

@@ -1,7 +1,8 @@
 import { writeOrRetry } from "../background";
 import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
-import { chooseLine, fallbackLine, type ChosenLine } from "../lines/choose";
+import { allLinesRefusal, lineRefusal, type KeyAuth } from "../auth/policy";
+import { chooseLine, fallbackLine } from "../lines/choose";
 import type { Line, LineRegistry } from "../lines/registry";
 import { NetworkUnreachable, RecipientOptedOut, SendOutcomeUnknown, type OutboundMessage, type SendResult } from "../network/driver";
 import type { LineRef, RerouteReason } from "../vocabulary/lines";
@@ -20,6 +21,8 @@ export interface MessagingDeps {
   storage: Storage;
   /** The deployment's lines and their drivers (src/lines). */
   lines: LineRegistry;
+  /** The key sending, when a key is (its `lines` limit is checked against the line the send takes). */
+  key?: Pick<KeyAuth, "lines">;
   log: Logger;
   /** Needed only to send or take media. */
   media?: MediaDeps;
@@ -124,6 +127,8 @@ export async function sendTo(
   // A group lives on its line; a reply goes out on the line of what it answers (src/lines/route.ts).
   const chosen = await chooseLine(deps, { line: input.line, replyLine: target.group?.lineId ?? replied?.lineId, stickyLine: contact.lineId }, target.group ? undefined : target.phone);
   const { line } = chosen;
+  const refused = deps.key && lineRefusal(deps.key, line.row.id);
+  if (refused) throw refused;
   // Media is fetched and kept before anything is stored: a file that cannot be had refuses the send.
   const kept = input.media?.length ? await fetchSendMedia(mediaDeps(deps), input.media.map((m) => m.url), deps.log) : [];
   const message: NewMessage = {
@@ -319,21 +324,28 @@ function lineFilter(lines: LineRegistry, ref: string | undefined): string | unde
   return line.row.id;
 }
 
-type ReadDeps = { storage: Pick<Storage, "messages">; lines: LineRegistry };
+type ReadDeps = { storage: Pick<Storage, "messages">; lines: LineRegistry; key?: Pick<KeyAuth, "lines"> };
+
+/** The line a read is narrowed to: `line` (id or name; 400 unknown), which a key limited to lines must name and may use (403). */
+function readLine(deps: ReadDeps, ref: string | undefined): string | undefined {
+  const lineId = lineFilter(deps.lines, ref);
+  const refused = deps.key && (lineId === undefined ? allLinesRefusal(deps.key) : lineRefusal(deps.key, lineId));
+  if (refused) throw refused;
+  return lineId;
+}
 
 /** One contact's messages (on every line, or on `line`), newest first; `limit` is clamped to 100. */
-export async function listHistory({ storage: { messages }, lines }: ReadDeps, input: { phone: string; limit: number; offset: number; line?: string | undefined }) {
+export async function listHistory(deps: ReadDeps, input: { phone: string; limit: number; offset: number; line?: string | undefined }) {
+  const { messages } = deps.storage;
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, total } = await messages.history(input.phone, limit, input.offset, lineFilter(lines, input.line));
+  const { rows, total } = await messages.history(input.phone, limit, input.offset, readLine(deps, input.line));
   return pageAnswer(await toRecords(messages, rows), total, limit, input.offset);
 }
 
 /** Inbound messages after `since` (exclusive; omitted: from the first), oldest first; of direct chats only unless `chats` is `all`; on `line` only when given. */
-export async function pollInbound(
-  { storage: { messages }, lines }: ReadDeps,
-  input: { since?: number; phone?: string; limit: number; chats?: "direct" | "all"; line?: string | undefined },
-) {
+export async function pollInbound(deps: ReadDeps, input: { since?: number; phone?: string; limit: number; chats?: "direct" | "all"; line?: string | undefined }) {
+  const { messages } = deps.storage;
   const limit = Math.min(input.limit, MAX_PAGE);
-  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone, input.chats === "all", lineFilter(lines, input.line));
+  const { rows, hasMore } = await messages.inboundAfter(input.since ?? -1, limit, input.phone, input.chats === "all", readLine(deps, input.line));
   return pollAnswer(await toRecords(messages, rows), hasMore);
 }

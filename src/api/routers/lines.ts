@@ -3,7 +3,24 @@ import { createLine, deleteLine, getLine, listLines, previewRoute, testLine, upd
 import { phoneSchema } from "../../messages/schemas";
 import { createLineInput, lineOutput, lineRecord, lineRef, linesOutput, lineTestOutput, updateLineInput } from "../../lines/schemas";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
-import { authedProcedure, documentedOnly, noInput, router } from "../trpc";
+import { hasScope, lineRefusal, requireScope, type KeyAuth } from "../../auth/policy";
+import type { LineRecord } from "../../lines/schemas";
+import { authedProcedure, documentedOnly, noInput, router, scoped } from "../trpc";
+
+/** A line as `key` may see it: 403 for a line outside its limit; without lines:manage, no settings (CONTRACT: scopes). */
+function shownTo(key: KeyAuth, line: LineRecord): LineRecord {
+  const refused = lineRefusal(key, line.id);
+  if (refused) throw refused;
+  if (hasScope(key, "lines:manage")) return line;
+  const { settings: _, webhook_url: __, ...summary } = line;
+  return summary;
+}
+
+/** Reading lines takes lines:manage or messages:read. */
+const reads = authedProcedure.use(({ ctx, next }) => {
+  requireScope(ctx.key, "lines:manage", "messages:read");
+  return next();
+});
 
 const tags = ["lines"];
 const NOT_FOUND = { 404: "No line with this id or name." };
@@ -12,7 +29,7 @@ const FIELDS =
 
 /** Lines (docs/lines.md): the deployment's numbers and networks. Credentials are taken, never returned. */
 export const linesRouter = router({
-  list: authedProcedure
+  list: reads
     .meta({
       openapi: {
         method: "GET",
@@ -26,9 +43,9 @@ export const linesRouter = router({
     })
     .input(noInput)
     .output(linesOutput)
-    .query(({ ctx }) => ({ success: true, lines: listLines(ctx.app) })),
+    .query(({ ctx }) => ({ success: true, lines: listLines(ctx.app).filter((l) => !lineRefusal(ctx.key, l.id)).map((l) => shownTo(ctx.key, l)) })),
 
-  create: authedProcedure
+  create: scoped("lines:manage")
     .meta({
       successStatus: 201,
       openapi: {
@@ -51,17 +68,17 @@ export const linesRouter = router({
     })
     .input(createLineInput)
     .output(lineOutput)
-    .mutation(async ({ ctx, input }) => ({ success: true, line: await createLine(ctx.app, input) })),
+    .mutation(async ({ ctx, input }) => ({ success: true, line: await createLine({ ...ctx.app, actorKeyId: ctx.keyId ?? null }, input) })),
 
-  get: authedProcedure
+  get: reads
     .meta({
       openapi: { method: "GET", path: "/api/lines/{id}", tags, summary: "A line", description: "`id`: the line's id or name.", protect: true, errorResponses: { ...READ_ERRORS, ...NOT_FOUND } },
     })
     .input(lineRef())
     .output(lineOutput)
-    .query(({ ctx, input }) => ({ success: true, line: getLine(ctx.app, decodeURIComponent(input.id)) })),
+    .query(({ ctx, input }) => ({ success: true, line: shownTo(ctx.key, getLine(ctx.app, decodeURIComponent(input.id))) })),
 
-  update: authedProcedure
+  update: scoped("lines:manage")
     .meta({
       openapi: {
         method: "PATCH",
@@ -76,9 +93,9 @@ export const linesRouter = router({
     })
     .input(lineRef().extend(updateLineInput.shape).strict())
     .output(lineOutput)
-    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ success: true, line: await updateLine(ctx.app, decodeURIComponent(id), patch) })),
+    .mutation(async ({ ctx, input: { id, ...patch } }) => ({ success: true, line: await updateLine({ ...ctx.app, actorKeyId: ctx.keyId ?? null }, decodeURIComponent(id), patch) })),
 
-  delete: authedProcedure
+  delete: scoped("lines:manage")
     .meta({
       openapi: {
         method: "DELETE",
@@ -92,9 +109,9 @@ export const linesRouter = router({
     })
     .input(lineRef())
     .output(lineOutput)
-    .mutation(async ({ ctx, input }) => ({ success: true, line: await deleteLine(ctx.app, decodeURIComponent(input.id)) })),
+    .mutation(async ({ ctx, input }) => ({ success: true, line: await deleteLine({ ...ctx.app, actorKeyId: ctx.keyId ?? null }, decodeURIComponent(input.id)) })),
 
-  test: authedProcedure
+  test: scoped("lines:manage")
     .meta({
       openapi: {
         method: "POST",
@@ -112,7 +129,7 @@ export const linesRouter = router({
     .mutation(async ({ ctx, input }) => ({ success: true, ...(await testLine(ctx.app, decodeURIComponent(input.id))) })),
 
   /** The console's composer: where a send to `phone` would go now (tRPC only). */
-  route: authedProcedure
+  route: scoped("messages:send")
     .input(z.object({ phone: phoneSchema }))
     .output(documentedOnly(z.object({ success: z.boolean(), line: lineRecord, reason: z.string(), rerouted_from: z.string().nullable() })))
     .query(async ({ ctx, input }) => ({ success: true, ...(await previewRoute(ctx.app, input.phone)) })),

@@ -72,7 +72,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       .output(sendOutput)
       .mutation(async ({ ctx, input }) => {
         await requireWrite(ctx.key, [input.phone], ctx.app.storage.messages);
-        return idempotentMutation(ctx, "send", input, SEND_LOCK_MS, (claim) => sendAnswered(ctx.app, input, claim));
+        return idempotentMutation(ctx, "send", input, SEND_LOCK_MS, (claim) => sendAnswered({ ...ctx.app, key: ctx.key }, input, claim));
       }),
 
     // Declared before history: the first route that matches wins (src/api/rest.ts keeps this order).
@@ -91,7 +91,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(pollInput)
       .output(documentedOnly(pollOutput))
-      .query(({ ctx, input }) => pollInbound(ctx.app, input)),
+      .query(({ ctx, input }) => pollInbound({ ...ctx.app, key: ctx.key }, input)),
 
     // Declared before history, as poll is.
     scheduled: scoped("messages:read")
@@ -215,7 +215,7 @@ export const messagesRouter = (maxMessageLength: number) =>
       })
       .input(historyInput)
       .output(documentedOnly(historyOutput))
-      .query(({ ctx, input }) => listHistory(ctx.app, input)),
+      .query(({ ctx, input }) => listHistory({ ...ctx.app, key: ctx.key }, input)),
 
     generate: authedProcedure
       .meta({
@@ -244,7 +244,7 @@ export const messagesRouter = (maxMessageLength: number) =>
         if (auto_send === true) await requireWrite(ctx.key, [input.phone], ctx.app.storage.messages);
         else requireScope(ctx.key, "drafts:write", "messages:send");
         const lockMs = ctx.app.config.GENERATOR_TIMEOUT_MS + SEND_LOCK_MS;
-        return idempotentMutation(ctx, "generate", input, lockMs, (claim) => generateReply(ctx.app, { ...request, autoSend: auto_send === true }, { signal, claim }));
+        return idempotentMutation(ctx, "generate", input, lockMs, (claim) => generateReply({ ...ctx.app, key: ctx.key }, { ...request, autoSend: auto_send === true }, { signal, claim }));
       }),
 
     // tRPC only (no REST route: GET /api/messages/{id} is a phone's history): the record a send answered with an id (the MCP tools, docs/mcp.md).
