@@ -524,7 +524,8 @@ export function startFakeAndroid(opts: FakeAndroidOptions = {}): FakeAndroid {
       }
     },
     receive({ from, text, simNumber, at = new Date() }) {
-      // ReceiverService.process: the InboxMessage.Text's hashCode, as unsigned hex.
+      // ReceiverService.process: the inbox message's 32-bit hashCode as unsigned hex (here a
+      // Java string hash of its fields): the same text posted again keeps its messageId.
       const messageId = javaHash(`Text(text=${text}, address=${from}, date=${at.getTime()}, subscriptionId=${simNumber ?? ""})`).toString(16);
       emit(
         "sms:received",
