@@ -1,8 +1,8 @@
 import type { Config } from "../config";
 import type { Storage } from "../db/port";
 import type { LineRow } from "../db/lines";
-import { AppError } from "../errors";
 import type { Logger } from "../log";
+import { ANDROID_SEND_TIMEOUT_MS, createAndroidNetwork } from "../network/android";
 import { createBlueBubblesNetwork } from "../network/bluebubbles";
 import type { DriverState, NetworkDriver } from "../network/driver";
 import { createLoopbackNetwork } from "../network/loopback";
@@ -97,6 +97,17 @@ export function buildDriver(line: Pick<LineRow, "id" | "network" | "managed" | "
         state,
       });
     case "android":
-      throw new AppError("UNPROCESSABLE_CONTENT", "network: android lines are not available in this build");
+      return createAndroidNetwork({
+        url: String(settings.url),
+        username: String(settings.username),
+        password: credentials.password!,
+        signingKey: credentials.signing_key!,
+        ...(typeof settings.device_id === "string" ? { deviceId: settings.device_id } : {}),
+        ...(typeof settings.sim_number === "number" ? { simNumber: settings.sim_number } : {}),
+        sendTimeoutMs: typeof settings.send_timeout_ms === "number" ? settings.send_timeout_ms : ANDROID_SEND_TIMEOUT_MS,
+        webhookUrl: `${(config.PUBLIC_URL ?? "").replace(/\/+$/, "")}${webhookPathOf(line)}`,
+        webhookIdPrefix: line.id,
+        log: log.child({ line: line.id }),
+      });
   }
 }

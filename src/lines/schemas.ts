@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isE164 } from "../messages/phone";
+import { androidCredentialsSchema, androidSettingsSchema } from "../network/android";
 import { typeError } from "../messages/schemas";
 import { CAPABILITIES, type Capability } from "../vocabulary/network";
 import { LINE_MANAGERS, LINE_NAME, LINE_NETWORKS, type LineNetwork } from "../vocabulary/lines";
@@ -33,16 +34,8 @@ export const NETWORK_FIELDS = {
       webhook_secret: z.string(typeError("a string")).regex(/^[A-Za-z0-9_-]{24,}$/, "must be at least 24 letters, digits, '_' or '-'"),
     }),
   },
-  android: {
-    settings: z.strictObject({
-      url,
-      username: secret,
-      device_id: z.string(typeError("a string")).min(1, { error: "must not be empty" }).optional(),
-      sim_number: z.number(typeError("a whole number")).int({ error: "must be a whole number" }).min(1, { error: "must be 1, 2 or 3" }).max(3, { error: "must be 1, 2 or 3" }).optional(),
-      send_timeout_ms: timeout.optional(),
-    }),
-    credentials: z.strictObject({ password: secret, signing_key: secret }),
-  },
+  // SMS Gateway for Android (src/network/android.ts): `device_id` required on the cloud or a private server.
+  android: { settings: androidSettingsSchema, credentials: androidCredentialsSchema },
 } as const satisfies Record<LineNetwork, { settings: z.ZodType; credentials: z.ZodType }>;
 
 export type LineSettings = Record<string, unknown>;

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { AppError } from "../errors";
 import type { Logger } from "../log";
 import { tracedFetch } from "../observability/trace";
-import { SendOutcomeUnknown, sendRequestFailure, webhookEvents, type InboundEvent, type NetworkDriver, type StatusEvent } from "./driver";
+import { SendOutcomeUnknown, sendRequestFailure, webhookEvents, type InboundEvent, type LineCheck, type NetworkDriver, type StatusEvent } from "./driver";
 
 /**
  * SMS through a phone running SMS Gateway for Android (github.com/capcom6/android-sms-gateway,
@@ -35,20 +35,14 @@ export interface AndroidConfig {
   log?: Logger;
 }
 
-/** What `POST /api/lines/:id/test` answers about the line. */
-export interface LineCheck {
-  ok: boolean;
-  detail: string;
-}
-
 /** The android driver with what the lines registry does to a line over its life. */
 export interface AndroidNetwork extends NetworkDriver {
   /** An authenticated call proving the credentials and the phone; never throws for network failures. */
   check(): Promise<LineCheck>;
   /** Registers our URL for the four events under fixed ids (again: replaces, never adds). */
-  registerWebhooks(): Promise<void>;
+  register(): Promise<void>;
   /** Removes the four registrations (a missing one is no error). */
-  removeWebhooks(): Promise<void>;
+  unregister(): Promise<void>;
 }
 
 /** A line's URL path ends in /3rdparty/v1: the cloud (api.sms-gate.app) or a private server. */
@@ -377,7 +371,7 @@ export function createAndroidNetwork(config: AndroidConfig): AndroidNetwork {
      * POST {url}/webhooks `{ id, url, event, deviceId? }` per event: the app's
      * WebHooksService.replace and the server's webhooks Service.Replace upsert by id.
      */
-    async registerWebhooks() {
+    async register() {
       for (const [key, event] of Object.entries(EVENTS) as [keyof typeof EVENTS, string][]) {
         const res = await call("POST", "/webhooks", {
           id: androidWebhookId(config.webhookIdPrefix, key),
@@ -395,7 +389,7 @@ export function createAndroidNetwork(config: AndroidConfig): AndroidNetwork {
     },
 
     /** DELETE {url}/webhooks/{id}: 204 whether or not it was there (WebhooksRoutes.kt, handlers/webhooks/3rdparty.go). */
-    async removeWebhooks() {
+    async unregister() {
       for (const key of Object.keys(EVENTS) as (keyof typeof EVENTS)[]) {
         const res = await call("DELETE", `/webhooks/${encodeURIComponent(androidWebhookId(config.webhookIdPrefix, key))}`);
         if (res.ok || res.status === 404) {

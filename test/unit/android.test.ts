@@ -118,7 +118,7 @@ describe("local mode: the phone's own server", () => {
   beforeAll(async () => {
     fake = startFakeAndroid({ mode: "local", ownNumber: "+14155550100" });
     driver = current = driverFor(fake, { deviceId: fake.deviceId });
-    await driver.registerWebhooks();
+    await driver.register();
   });
   afterEach(async () => {
     current = driver;
@@ -186,7 +186,7 @@ describe("local mode: the phone's own server", () => {
     const zoned = startFakeAndroid({ mode: "local", utcOffsetMinutes: 420 });
     try {
       current = driverFor(zoned);
-      await current.registerWebhooks();
+      await current.register();
       const id = Bun.randomUUIDv7();
       await current.send({ id, phone: newPhone(), text: "Zoned" });
       const before = Date.now();
@@ -304,8 +304,8 @@ describe("local mode: the phone's own server", () => {
     const other = startFakeAndroid({ mode: "local" });
     try {
       const line = driverFor(other, { webhookIdPrefix: "ln_abc" });
-      await line.registerWebhooks();
-      await line.registerWebhooks();
+      await line.register();
+      await line.register();
       expect(other.webhooks.map((w) => [w.id, w.event, w.url]).sort()).toEqual(
         [
           ["ln_abc-delivered", "sms:delivered", receiverUrl()],
@@ -314,15 +314,15 @@ describe("local mode: the phone's own server", () => {
           ["ln_abc-sent", "sms:sent", receiverUrl()],
         ].sort(),
       );
-      await driverFor(other, { webhookIdPrefix: "ln_abc", webhookUrl: "https://new.example.com/webhooks/lines/ln_abc" }).registerWebhooks();
+      await driverFor(other, { webhookIdPrefix: "ln_abc", webhookUrl: "https://new.example.com/webhooks/lines/ln_abc" }).register();
       expect(other.webhooks).toHaveLength(4);
       expect(new Set(other.webhooks.map((w) => w.url))).toEqual(new Set(["https://new.example.com/webhooks/lines/ln_abc"]));
       // Another line's registrations are its own.
-      await driverFor(other, { webhookIdPrefix: "ln_def" }).registerWebhooks();
+      await driverFor(other, { webhookIdPrefix: "ln_def" }).register();
       expect(other.webhooks).toHaveLength(8);
-      await line.removeWebhooks();
+      await line.unregister();
       expect(other.webhooks.map((w) => w.id).sort()).toEqual(["ln_def-delivered", "ln_def-failed", "ln_def-received", "ln_def-sent"]);
-      await line.removeWebhooks();
+      await line.unregister();
       expect(other.webhooks).toHaveLength(4);
     } finally {
       await other.stop();
@@ -330,7 +330,7 @@ describe("local mode: the phone's own server", () => {
   });
 
   test("a webhook URL the app refuses (plain http beyond 127.0.0.1) fails registration with the app's reason", async () => {
-    await failsWith(driverFor(fake, { webhookUrl: "http://192.168.1.20:3000/webhooks/lines/x", webhookIdPrefix: "ln_http" }).registerWebhooks(), "BAD_GATEWAY", 'android line "home": registering the sms:received webhook failed: url must start with https:// or http://127.0.0.1');
+    await failsWith(driverFor(fake, { webhookUrl: "http://192.168.1.20:3000/webhooks/lines/x", webhookIdPrefix: "ln_http" }).register(), "BAD_GATEWAY", 'android line "home": registering the sms:received webhook failed: url must start with https:// or http://127.0.0.1');
     expect(fake.webhooks.some((w) => w.id.startsWith("ln_http"))).toBe(false);
   });
 
@@ -439,12 +439,12 @@ describe("cloud or private server: /3rdparty/v1 with a device", () => {
   });
 
   test("webhooks: the server takes only https (Textwire's PUBLIC_URL), per device; the phone posts them through the proxy, signed", async () => {
-    await failsWith(driverFor(fake, { deviceId: fake.deviceId, webhookIdPrefix: "ln_plain" }).registerWebhooks(), "BAD_GATEWAY", /registering the sms:received webhook failed: failed to validate: validation failed: url must start with https:\/\//);
+    await failsWith(driverFor(fake, { deviceId: fake.deviceId, webhookIdPrefix: "ln_plain" }).register(), "BAD_GATEWAY", /registering the sms:received webhook failed: failed to validate: validation failed: url must start with https:\/\//);
     const proxied = startFakeAndroid({ mode: "cloud", proxy: { publicUrl: PUBLIC_URL, to: `http://127.0.0.1:${receiver.port}` }, auto: true });
     try {
       const line = (current = driverFor(proxied, { deviceId: proxied.deviceId, webhookUrl: publicHook, webhookIdPrefix: "ln_cloud" }));
-      await line.registerWebhooks();
-      await line.registerWebhooks();
+      await line.register();
+      await line.register();
       expect(proxied.webhooks.map((w) => [w.id, w.deviceId, w.url])).toEqual(
         ["received", "sent", "delivered", "failed"].map((e) => [`ln_cloud-${e}`, proxied.deviceId, publicHook]),
       );
@@ -456,7 +456,7 @@ describe("cloud or private server: /3rdparty/v1 with a device", () => {
         [publicHook, receiverUrl().replace("ln_test", "ln_cloud")],
       ]);
       expect(settle("sent", statuses())).toBe("delivered");
-      await line.removeWebhooks();
+      await line.unregister();
       expect(proxied.webhooks).toEqual([]);
     } finally {
       await proxied.stop();
@@ -467,7 +467,7 @@ describe("cloud or private server: /3rdparty/v1 with a device", () => {
     const proxied = startFakeAndroid({ mode: "cloud", proxy: { publicUrl: PUBLIC_URL, to: `http://127.0.0.1:${receiver.port}` }, auto: true });
     try {
       const line = (current = driverFor(proxied, { deviceId: proxied.deviceId, webhookUrl: publicHook, webhookIdPrefix: "ln_off" }));
-      await line.registerWebhooks();
+      await line.register();
       await proxied.setPhone(false);
       const id = Bun.randomUUIDv7();
       expect(await line.send({ id, phone: newPhone(), text: "Later" })).toEqual({ networkId: id, status: "sent" });
