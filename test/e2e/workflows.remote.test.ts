@@ -1,3 +1,4 @@
+import { envLineOf } from "../unit/helpers";
 // A worker apart from the API (`bun run start worker` with TEXTWIRE_URL): it polls, reads
 // history, generates and replies through the server's API; its bookkeeping stays local.
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
@@ -131,7 +132,7 @@ async function apiAndLocalApp() {
   cleanup.push(() => local.cleanup());
   const storage = await openStorage(local.url);
   cleanup.push(() => storage.close());
-  return { api, app: createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error")), storage };
+  return { api, app: await createApp(loadConfig({ DATABASE_URL: local.url, NETWORK: "loopback" }), storage, createLogger("error")), storage };
 }
 
 test(
@@ -188,7 +189,7 @@ test(
       createLocalBackend(app),
       here,
       async () => {
-        await recordInbound(storage, "loopback", { phone: here, message: "Thanks!" });
+        await recordInbound(storage, envLineOf("loopback"), { phone: here, message: "Thanks!" });
         await applyTyping(storage, { phone: here, typing: true });
       },
       () => storage.messages.unread(here),

@@ -24,7 +24,7 @@ import { isContactTyping, setOurTyping } from "../../src/messages/typing";
 import { createBlueBubblesNetwork } from "../../src/network/bluebubbles";
 import type { NetworkDriver } from "../../src/network/driver";
 import { bbMessage, bbNotification, startFakeBlueBubbles, type BbMessage, type FakeBlueBubbles } from "../support/fake-bluebubbles";
-import { dialects, quietLog, rejectionOf, storages } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, oneLine, reader, envLineOf } from "./helpers";
 
 setDefaultTimeout(30_000);
 
@@ -46,7 +46,7 @@ beforeAll(() => {
     hostname: "127.0.0.1",
     async fetch(req) {
       const { response, ...events } = await network.webhook!({ url: new URL(req.url), subpath: "", headers: req.headers, body: await req.text() });
-      if (current) await applyNetworkEvents(current, network.name, events, quietLog, { maxMessageLength: 1600 });
+      if (current) await applyNetworkEvents(current, envLineOf(network.name), events, quietLog, { maxMessageLength: 1600 });
       return response;
     },
   });
@@ -71,7 +71,7 @@ describe.each(dialects)("on $name", (dialect) => {
     fake.privateApi.enabled = true;
     fake.appleIgnores = false;
     fake.addChat(A);
-    return { storage, deps: { storage, network, log: quietLog } };
+    return { storage, deps: { storage, lines: oneLine(network), log: quietLog } };
   }
   /** Our message sent through the stand-in: its record and the Mac's copy. */
   async function sendOurs(deps: Awaited<ReturnType<typeof setup>>["deps"], text: string) {
@@ -87,7 +87,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const row = (await current!.messages.byNetworkId("bluebubbles", "inbound", mac.guid))!;
     return { id: row.id, mac };
   }
-  const record = async (storage: Storage, id: string) => (await listHistory(storage.messages, { phone: A, limit: 50, offset: 0 })).messages.find((m) => m.id === id)!;
+  const record = async (storage: Storage, id: string) => (await listHistory(reader(storage), { phone: A, limit: 50, offset: 0 })).messages.find((m) => m.id === id)!;
   const eventTypes = async (storage: Storage) =>
     eventsOutput
       .parse({ success: true, ...(await listEvents(storage, { limit: 100 })) })
@@ -101,8 +101,8 @@ describe.each(dialects)("on $name", (dialect) => {
     expect((await record(storage, id)).reactions).toEqual([{ reaction: "love", direction: "inbound", phone: A, timestamp: expect.any(String) }]);
     await fake.contactReacts(mac, "-love");
     expect((await record(storage, id)).reactions).toEqual([]);
-    expect((await listHistory(storage.messages, { phone: A, limit: 50, offset: 0 })).total).toBe(1);
-    expect((await pollInbound(storage.messages, { limit: 10 })).messages).toEqual([]);
+    expect((await listHistory(reader(storage), { phone: A, limit: 50, offset: 0 })).total).toBe(1);
+    expect((await pollInbound(reader(storage), { limit: 10 })).messages).toEqual([]);
     expect(await eventTypes(storage)).toEqual(["message.reaction_added", "message.reaction_removed"]);
   });
 
@@ -115,7 +115,7 @@ describe.each(dialects)("on $name", (dialect) => {
     expect((await record(storage, id)).reactions.map((r) => r.direction)).toEqual(["outbound"]);
     expect((await removeOurReaction(deps, id)).reactions).toEqual([]);
     expect(fake.requests.at(-1)!.body.reaction).toBe("-love");
-    expect((await listHistory(storage.messages, { phone: A, limit: 50, offset: 0 })).total).toBe(1);
+    expect((await listHistory(reader(storage), { phone: A, limit: 50, offset: 0 })).total).toBe(1);
   });
 
   test("the Private API off: 422 naming the field for each action, nothing changed", async () => {
@@ -179,7 +179,7 @@ describe.each(dialects)("on $name", (dialect) => {
     await fake.contactUnsends(mac, { late: true });
     const unsent = await record(storage, id);
     expect([unsent.message, unsent.unsent_at !== null]).toEqual(["", true]);
-    expect((await listHistory(storage.messages, { phone: A, limit: 50, offset: 0 })).total).toBe(1);
+    expect((await listHistory(reader(storage), { phone: A, limit: 50, offset: 0 })).total).toBe(1);
     expect(await eventTypes(storage)).toEqual(["message.edited", "message.unsent"]);
   });
 

@@ -5,7 +5,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { isChatMuted, listChatMessages, listChats, updateGroup } from "../../src/messages/chats";
 import { pollInbound, recordInbound } from "../../src/messages/service";
-import { dialects, inboundRow, storages } from "./helpers";
+import { dialects, inboundRow, storages, oneLine, envLineOf, reader } from "./helpers";
 
 setDefaultTimeout(30_000);
 
@@ -44,8 +44,8 @@ describe.each(dialects)("on $name", (dialect) => {
     expect(await storage.chats.get(made.id)).toMatchObject({ messages: 2, lastMessageAt: ours.timestamp });
     expect((await storage.messages.history(A, 10, 0)).rows.map((r) => r.body)).toEqual(["direct"]);
     expect((await storage.messages.history(A, 10, 0)).total).toBe(1);
-    expect((await pollInbound(storage.messages, { limit: 10 })).messages.map((m) => m.message)).toEqual(["direct"]);
-    const all = await pollInbound(storage.messages, { limit: 10, chats: "all" });
+    expect((await pollInbound(reader(storage), { limit: 10 })).messages.map((m) => m.message)).toEqual(["direct"]);
+    const all = await pollInbound(reader(storage), { limit: 10, chats: "all" });
     expect(all.messages.map((m) => [m.message, m.phone, m.chat_id])).toEqual([
       ["direct", A, "dm_14155550123"],
       ["group", A, made.id],
@@ -135,12 +135,12 @@ describe.each(dialects)("on $name", (dialect) => {
     const storage = await fresh();
     const made = (await storage.chats.create(group("g4")))!;
     expect(await isChatMuted(storage, made.id)).toBe(false);
-    await recordInbound(storage, "loopback", { phone: B, message: "STOP", chatId: made.id });
+    await recordInbound(storage, envLineOf("loopback"), { phone: B, message: "STOP", chatId: made.id });
     expect(await isChatMuted(storage, made.id)).toBe(true);
     expect((await storage.contacts.get(B))?.optedOut).toBe(true);
-    await recordInbound(storage, "loopback", { phone: A, message: "start", chatId: made.id });
+    await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "start", chatId: made.id });
     expect(await isChatMuted(storage, made.id)).toBe(true);
-    await recordInbound(storage, "loopback", { phone: B, message: "Start", chatId: made.id });
+    await recordInbound(storage, envLineOf("loopback"), { phone: B, message: "Start", chatId: made.id });
     expect(await isChatMuted(storage, made.id)).toBe(false);
     expect((await storage.contacts.get(B))?.optedOut).toBe(false);
   });

@@ -17,7 +17,7 @@ import { listHistory, pollInbound, recordInbound, sendMessage, sendStored } from
 import { isContactTyping, setOurTyping, stopExpiredTyping } from "../../src/messages/typing";
 import type { NetworkDriver, WebhookEvents } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY, oneLine, envLineOf, reader } from "./helpers";
 
 setDefaultTimeout(30_000);
 
@@ -88,10 +88,10 @@ describe.each(dialects)("on $name", (dialect) => {
   async function setup(network?: NetworkDriver) {
     const storage = await fresh();
     const recording = recordingNetwork();
-    const deps = { storage, network: network ?? recording.network, log: quietLog };
+    const deps = { storage, lines: oneLine(network ?? recording.network), log: quietLog };
     return { storage, deps, calls: recording.calls };
   }
-  const apply = (storage: Storage, network: string, e: Partial<WebhookEvents>) => applyNetworkEvents(storage, network, events(e), quietLog, { maxMessageLength: 1600 });
+  const apply = (storage: Storage, network: string, e: Partial<WebhookEvents>) => applyNetworkEvents(storage, envLineOf(network), events(e), quietLog, { maxMessageLength: 1600 });
   /** The events of issue 24's types (not the triggers' message.received and message.status_updated), as GET /api/events' schema reads them. */
   const eventsOf = async (storage: Storage) =>
     eventsOutput
@@ -131,11 +131,11 @@ describe.each(dialects)("on $name", (dialect) => {
       expect((await storage.messages.get(sent.id))?.reactionCount).toBe(0);
       const loopback = (await setup()).deps;
       expect((await codeOf(reactToMessage(loopback, "nope", "love"))).code).toBe("NOT_FOUND");
-      const { record } = await recordInbound(loopback.storage, "loopback", { phone: A, message: "no id" });
+      const { record } = await recordInbound(loopback.storage, envLineOf("loopback"), { phone: A, message: "no id" });
       expect((await codeOf(reactToMessage(loopback, record.id, "love"))).code).toBe("CONFLICT");
     });
 
-    test("the contact's, from the network: one a person on messages of the conversation, never a message", async () => {
+    test("the contact's, from the lines: oneLine(one) a person on messages of the conversation, never a message", async () => {
       const { storage, deps } = await setup();
       const sent = await sendMessage(deps, { phone: A, message: "hello" });
       const networkId = `loopback:${sent.id}`;
@@ -143,14 +143,14 @@ describe.each(dialects)("on $name", (dialect) => {
       await apply(storage, "loopback", { reactions: [{ phone: A, targetNetworkId: networkId, reaction: "love", remove: false }] });
       await apply(storage, "loopback", { reactions: [{ phone: B, targetNetworkId: networkId, reaction: "like", remove: false }] });
       await apply(storage, "loopback", { reactions: [{ phone: A, targetNetworkId: "unknown", reaction: "like", remove: false }] });
-      let [record] = (await listHistory(storage.messages, { phone: A, limit: 10, offset: 0 })).messages;
+      let [record] = (await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 })).messages;
       expect(record!.reactions).toEqual([{ reaction: "love", direction: "inbound", phone: A, timestamp: expect.any(String) }]);
       // A late removal of another reaction changes nothing; the removal of theirs clears it.
       await apply(storage, "loopback", { reactions: [{ phone: A, targetNetworkId: networkId, reaction: "like", remove: true }] });
       await apply(storage, "loopback", { reactions: [{ phone: A, targetNetworkId: networkId, reaction: "love", remove: true }] });
-      [record] = (await listHistory(storage.messages, { phone: A, limit: 10, offset: 0 })).messages;
+      [record] = (await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 })).messages;
       expect(record!.reactions).toEqual([]);
-      expect((await pollInbound(storage.messages, { limit: 10 })).messages).toEqual([]);
+      expect((await pollInbound(reader(storage), { limit: 10 })).messages).toEqual([]);
       expect((await eventsOf(storage)).map((e) => [e.type, "reaction" in e.data ? e.data.reaction : undefined])).toEqual([
         ["message.reaction_added", { reaction: "love", direction: "inbound", phone: A }],
         ["message.reaction_removed", { reaction: "love", direction: "inbound", phone: A }],
@@ -172,7 +172,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect((await storage.messages.get(newer.id))?.reactionCount).toBe(0);
       const stored = await apply(storage, "twilio", { inbound: [text("Loved “Something else”", 3), text("Loved “not ours”", 4)] });
       expect(stored.stored).toBe(2);
-      expect((await pollInbound(storage.messages, { limit: 10 })).messages.map((m) => m.message)).toEqual(["Loved “Something else”", "Loved “not ours”"]);
+      expect((await pollInbound(reader(storage), { limit: 10 })).messages.map((m) => m.message)).toEqual(["Loved “Something else”", "Loved “not ours”"]);
       expect((await eventsOf(storage)).filter((e) => e.type.startsWith("message.reaction")).map((e) => e.type)).toEqual([
         "message.reaction_added",
         "message.reaction_removed",
@@ -181,7 +181,7 @@ describe.each(dialects)("on $name", (dialect) => {
       // The loopback webhook's path too: answered with the message reacted to.
       const answer = await receiveLoopback({ ...deps, config: { MAX_MESSAGE_LENGTH: 1600 } }, { phone: A, message: 'Emphasized "Your order has shipped."' });
       expect(answer).toMatchObject({ message_id: newer.id });
-      const history = (await listHistory(storage.messages, { phone: A, limit: 10, offset: 0 })).messages;
+      const history = (await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 })).messages;
       expect(history.find((m) => m.id === newer.id)!.reactions.map((r) => r.reaction)).toEqual(["emphasize"]);
     });
   });
@@ -224,11 +224,11 @@ describe.each(dialects)("on $name", (dialect) => {
 
       const lines: { level: string; msg: string }[] = [];
       const log = createLogger("debug", {}, (line) => void lines.push(JSON.parse(line)));
-      const failing = (err: Error): NetworkDriver => ({ ...deps.network, typing: async (_phone, on) => { if (!on) throw err; } });
+      const failing = (err: Error): NetworkDriver => ({ ...deps.lines.default().driver, typing: async (_phone, on) => { if (!on) throw err; } });
       for (const err of [new AppError("UNPROCESSABLE_CONTENT", "typing: cannot stop"), new Error("connection refused")]) {
         await setOurTyping(deps, B, true);
         await sql(storage, `UPDATE contacts SET our_typing_until = 1 WHERE phone = '${B}'`);
-        expect(await stopExpiredTyping({ storage, network: failing(err), log })).toBe(1);
+        expect(await stopExpiredTyping({ storage, lines: oneLine(failing(err)), log })).toBe(1);
       }
       expect(lines.filter((l) => l.msg === "the network did not stop our typing").map((l) => l.level)).toEqual(["debug", "warn"]);
     });
@@ -270,7 +270,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("typing in a group the network never made: 422 where the network cannot type (the capability first), else 409", async () => {
       const { storage, deps } = await setup();
       const orphan = (await storage.chats.create({ id: "grp_orphan", kind: "group", name: null, participants: [A, B], network: "loopback", networkId: null }))!;
-      const cannot = (await rejectionOf(setChatTyping({ ...deps, network: textOnly }, orphan.id, true))) as AppError;
+      const cannot = (await rejectionOf(setChatTyping({ ...deps, lines: oneLine(textOnly) }, orphan.id, true))) as AppError;
       expect([cannot.code, cannot.message]).toEqual(["UNPROCESSABLE_CONTENT", "typing: the twilio network cannot show typing"]);
       const notOn = (await rejectionOf(setChatTyping(deps, orphan.id, true))) as AppError;
       expect([notOn.code, notOn.message]).toEqual(["CONFLICT", "chat grp_orphan is not on the network (its creation failed)"]);
@@ -302,7 +302,7 @@ describe.each(dialects)("on $name", (dialect) => {
         ["contact.typing", { phone: A, typing: true }],
         ["contact.typing", { phone: A, typing: false }],
       ]);
-      expect((await listHistory(storage.messages, { phone: A, limit: 10, offset: 0 })).total).toBe(0);
+      expect((await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 })).total).toBe(0);
     });
   });
 
@@ -314,7 +314,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const at = Date.now() - 1000;
       await apply(storage, "loopback", { reads: [{ networkId: `loopback:${second.id}`, at }] });
       await apply(storage, "loopback", { reads: [{ networkId: `loopback:${second.id}`, at: at + 5 }, { networkId: "unknown", at }] });
-      const page = (await listHistory(storage.messages, { phone: A, limit: 10, offset: 0 })).messages;
+      const page = (await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 })).messages;
       expect(page.map((m) => [m.id, m.status, m.read_at])).toEqual([
         [second.id, "delivered", new Date(at).toISOString().replace("Z", "000Z")],
         [first.id, "delivered", new Date(at).toISOString().replace("Z", "000Z")],
@@ -329,16 +329,16 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("marking a conversation read zeroes unread and tells a network with read receipts; one without keeps it alone", async () => {
       const { storage, deps, calls } = await setup();
-      await recordInbound(storage, "loopback", { phone: A, message: "a" });
-      await recordInbound(storage, "loopback", { phone: A, message: "b" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "a" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "b" });
       expect((await getContact(storage, A)).unread).toBe(2);
       expect(await markConversationRead(deps, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0, typing: false });
       expect(calls).toEqual([["markRead", A]]);
-      const [latest] = (await listHistory(storage.messages, { phone: A, limit: 1, offset: 0 })).messages;
+      const [latest] = (await listHistory(reader(storage), { phone: A, limit: 1, offset: 0 })).messages;
       expect(latest!.read_at).toMatch(/Z$/);
 
       const twilio = await setup(textOnly);
-      await recordInbound(twilio.storage, "twilio", { phone: B, message: "c" });
+      await recordInbound(twilio.storage, envLineOf("twilio"), { phone: B, message: "c" });
       expect((await markConversationRead(twilio.deps, B)).unread).toBe(0);
     });
   });
@@ -346,16 +346,16 @@ describe.each(dialects)("on $name", (dialect) => {
   describe("edits and unsends", () => {
     test("the contact's apply to the record once, with their events", async () => {
       const { storage } = await setup();
-      const { record } = await recordInbound(storage, "loopback", { phone: A, message: "helo", networkId: "in-1" });
+      const { record } = await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "helo", networkId: "in-1" });
       const t = Date.now() - 10_000;
       const edit = { networkId: "in-1", phone: A, kind: "edit" as const, message: "hello", at: t };
       expect((await apply(storage, "loopback", { edits: [edit] })).changed).toBe(1);
       expect((await apply(storage, "loopback", { edits: [edit, { ...edit, phone: B, at: t + 1 }] })).changed).toBe(0);
-      let row = (await listHistory(storage.messages, { phone: A, limit: 1, offset: 0 })).messages[0]!;
+      let row = (await listHistory(reader(storage), { phone: A, limit: 1, offset: 0 })).messages[0]!;
       expect(row).toMatchObject({ id: record.id, message: "hello", edited_at: expect.any(String), unsent_at: null });
       const unsend = { networkId: "in-1", phone: A, kind: "unsend" as const, at: t + 2 };
       expect((await apply(storage, "loopback", { edits: [unsend, unsend] })).changed).toBe(1);
-      row = (await listHistory(storage.messages, { phone: A, limit: 1, offset: 0 })).messages[0]!;
+      row = (await listHistory(reader(storage), { phone: A, limit: 1, offset: 0 })).messages[0]!;
       expect(row).toMatchObject({ message: "", unsent_at: expect.any(String) });
       const listed = await eventsOf(storage);
       expect(listed.map((e) => e.type)).toEqual(["message.edited", "message.unsent"]);
@@ -376,7 +376,7 @@ describe.each(dialects)("on $name", (dialect) => {
         message: `message ${sent.id} cannot be edited: it was edited 5 times already`,
       });
 
-      const { record: theirs } = await recordInbound(storage, "loopback", { phone: A, message: "hi", networkId: "in-9" });
+      const { record: theirs } = await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "hi", networkId: "in-9" });
       expect((await codeOf(editOurMessage(deps, theirs.id, "x"))).message).toBe(`message ${theirs.id} cannot be edited: only our own messages can be`);
       expect((await codeOf(unsendOurMessage(deps, "nope"))).code).toBe("NOT_FOUND");
 

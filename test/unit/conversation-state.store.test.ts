@@ -4,7 +4,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { NewMessage, Storage } from "../../src/db/port";
 import { listHistory } from "../../src/messages/service";
-import { dialects, storages } from "./helpers";
+import { dialects, storages, reader } from "./helpers";
 
 setDefaultTimeout(30_000);
 
@@ -46,7 +46,7 @@ describe.each(dialects)("on $name", (dialect) => {
         ["outbound", "", "laugh"],
       ]),
     );
-    const page = await listHistory(messages, { phone: A, limit: 10, offset: 0 });
+    const page = await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 });
     expect(page.messages.map((m) => m.reactions.map((r) => [r.reaction, r.direction, r.phone]).sort())).toEqual([
       [],
       [
@@ -116,7 +116,7 @@ describe.each(dialects)("on $name", (dialect) => {
     expect(await messages.unsend(m.id, t + 3)).toBe(false);
     expect(await messages.edit(m.id, "back", t + 4)).toBe(false);
     expect(await messages.get(m.id)).toMatchObject({ body: "", editedAt: t + 1, editCount: 2, unsentAt: t + 2 });
-    const [record] = (await listHistory(messages, { phone: A, limit: 1, offset: 0 })).messages;
+    const [record] = (await listHistory(reader(storage), { phone: A, limit: 1, offset: 0 })).messages;
     expect(record).toMatchObject({ message: "", edited_at: new Date(t + 1).toISOString().replace("Z", "000Z"), unsent_at: expect.any(String) });
   });
 

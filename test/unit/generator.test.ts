@@ -9,7 +9,7 @@ import { countryLabel, isLanguage, languageLabel } from "../../src/generator/lan
 import { promptValues } from "../../src/generator/prompt";
 import { generateReply } from "../../src/generator/service";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { dialects, quietLog, storages } from "./helpers";
+import { dialects, quietLog, storages, oneLine } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
 setDefaultTimeout(30_000);
@@ -78,7 +78,7 @@ describe.each(dialects)("generateReply on $name", (dialect) => {
   async function deps(generator: Generator | null, maxLength = 10000) {
     const storage = await fresh();
     const generations = () => dialect.rows(storage, "SELECT id, body, model, message_id AS \"messageId\" FROM generations");
-    return { storage, log: quietLog, network: createLoopbackNetwork(), generator, config: { MAX_MESSAGE_LENGTH: maxLength }, generations };
+    return { storage, log: quietLog, lines: oneLine(createLoopbackNetwork()), generator, config: { MAX_MESSAGE_LENGTH: maxLength }, generations };
   }
 
   test("without auto_send the generation is stored and nothing is sent", async () => {

@@ -3,6 +3,7 @@ import type { Dialect, NewMessage, Storage } from "../../src/db/port";
 import { openPostgresStorage, type PostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage, type SqliteStorage } from "../../src/db/sqlite/storage";
 import { createLogger } from "../../src/log";
+import { createLoopbackNetwork } from "../../src/network/loopback";
 import type { NetworkCapabilities } from "../../src/vocabulary/network";
 import type { LineRow } from "../../src/db/lines";
 import type { Line, LineRegistry } from "../../src/lines/registry";
@@ -181,3 +182,6 @@ export function oneLine(driver: NetworkDriver, ...more: NetworkDriver[]): LineRe
 
 /** The environment's line as stored messages name it, on `network`. */
 export const envLineOf = (network: string): LineRef => ({ id: DEFAULT_LINE_ID, network });
+
+/** What history and poll read with: the storage, on a deployment of one loopback line. */
+export const reader = (storage: Storage) => ({ storage, lines: oneLine(createLoopbackNetwork()) });

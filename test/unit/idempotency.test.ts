@@ -4,7 +4,7 @@ import { beginIdempotent, checkIdempotencyKey, fingerprint, IDEMPOTENCY_TTL_MS, 
 import { sendAnswer } from "../../src/messages/records";
 import { sendAnswered, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import type { NetworkDriver } from "../../src/network/driver";
-import { clockDialects, dialects, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect } from "./helpers";
+import { clockDialects, dialects, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect, oneLine } from "./helpers";
 
 // Some tests wait on real time and a real database.
 setDefaultTimeout(30_000);
@@ -40,7 +40,7 @@ function setups(dialect: TestDialect) {
     const clock = { now: () => t, advance: (ms: number) => (t += ms) };
     const storage = await fresh(dialect.movableClock && !opts.realTime ? { clock: () => clock.now() * 1000 } : {});
     const net = controllableNetwork();
-    const deps: MessagingDeps = { storage, network: net.driver, log: quietLog };
+    const deps: MessagingDeps = { storage, lines: oneLine(net.driver), log: quietLog };
     const send = (key: string, message: string) =>
       runIdempotent(storage, { scope: "key:a", key }, fingerprint("send", { phone: "+14155550123", message }), 60_000, (claim) =>
         sendAnswered(deps, { phone: "+14155550123", message }, claim),
@@ -154,7 +154,7 @@ describe.each(dialects)("idempotency keys on $name", (dialect) => {
     expect(unknown).toBeInstanceOf(AppError);
     expect((unknown as AppError).code).toBe("GATEWAY_TIMEOUT");
     expect((unknown as AppError).details.message_id).toBe("m1");
-    expect(await storage.messages.failStaleQueued(300, "interrupted")).toHaveLength(1);
+    expect(await storage.messages.failStaleQueued(300, "interrupted", [])).toHaveLength(1);
     expect((await storage.messages.get("m1"))?.status).toBe("failed");
     expect(await taken(begin(claim, "p", 300))).toBe(true);
   });

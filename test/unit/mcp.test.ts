@@ -13,7 +13,7 @@ const KEY = "tw_unit_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const fresh = storages(dialects[0]!);
 
 async function handler(env: Record<string, string> = {}) {
-  const app = createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY, ...env }), await fresh(), quietLog);
+  const app = await createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY, ...env }), await fresh(), quietLog);
   const http = createHttpHandler(app);
   let id = 0;
   /** POSTs JSON-RPC messages (a batch when more than one) to /mcp. */

@@ -14,7 +14,7 @@ import { cancelScheduled, listScheduled, OPTED_OUT_AT_SEND_TIME, startScheduledS
 import { sendAtProblem, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import type { NetworkDriver } from "../../src/network/driver";
 import { createTestDatabase } from "../support/postgres";
-import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect, oneLine } from "./helpers";
 
 // A real database and real timers: bun's 5 s default per test is too short on a busy CI machine.
 setDefaultTimeout(30_000);
@@ -90,7 +90,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const storage = await fresh();
       const net = countingNetwork();
       const at = Date.now() + 60_000;
-      const record = await sendMessage({ storage, network: net.driver, log: quietLog }, { phone: A, message: "later", send_at: at * 1000 + 500 });
+      const record = await sendMessage({ storage, lines: oneLine(net.driver), log: quietLog }, { phone: A, message: "later", send_at: at * 1000 + 500 });
       expect(record.status).toBe("scheduled");
       // Rounded up to the millisecond: never sent before the time asked.
       expect(record.send_at).toBe(new Date(at + 1).toISOString().replace("Z", "000Z"));
@@ -101,7 +101,7 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("a time not in the future, or more than a year ahead, is 400 naming send_at, and stores nothing", async () => {
       const storage = await fresh();
-      const deps = { storage, network: countingNetwork().driver, log: quietLog };
+      const deps = { storage, lines: oneLine(countingNetwork().driver), log: quietLog };
       for (const [at, problem] of [
         [Date.now() - 1, "send_at: must be in the future"],
         [Date.now() + 367 * 24 * 3600_000, "send_at: must be at most 1 year ahead"],
@@ -121,7 +121,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const overdue = await schedule(storage, A, "overdue", -3_600_000);
       const due = await schedule(storage, B, "due", -1);
       const future = await schedule(storage, A, "future", 3_600_000);
-      run({ storage, network: net.driver, log: quietLog });
+      run({ storage, lines: oneLine(net.driver), log: quietLog });
       await eventually("both due messages delivered", async () => (await statusOf(storage, overdue.id)) === "delivered" && (await statusOf(storage, due.id)) === "delivered");
       // A few more rounds: nothing is sent again, the future one waits.
       await Bun.sleep(1_200);
@@ -134,7 +134,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("sends a message when its time comes, not before", async () => {
       const storage = await fresh();
       const net = countingNetwork();
-      run({ storage, network: net.driver, log: quietLog });
+      run({ storage, lines: oneLine(net.driver), log: quietLog });
       const soon = await schedule(storage, A, "soon", 1_000);
       await eventually("the message at the network", () => net.sent.includes(soon.id));
       // The database decides when it is due: it was claimed no earlier than its time.
@@ -148,7 +148,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const net = countingNetwork((text) => text === "doomed");
       const doomed = await schedule(storage, A, "doomed", -1);
       const fine = await schedule(storage, B, "fine", -1);
-      run({ storage, network: net.driver, log: quietLog });
+      run({ storage, lines: oneLine(net.driver), log: quietLog });
       await eventually("both settled", async () => (await statusOf(storage, doomed.id)) === "failed" && (await statusOf(storage, fine.id)) === "delivered");
       expect((await storage.messages.get(doomed.id))?.error).toBe("the network is down");
       const later = await schedule(storage, A, "later", -1);
@@ -161,7 +161,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const held = await schedule(storage, A, "held", -1);
       await storage.contacts.setOptedOut(A, true);
       const other = await schedule(storage, B, "other", -1);
-      run({ storage, network: net.driver, log: quietLog });
+      run({ storage, lines: oneLine(net.driver), log: quietLog });
       await eventually("both settled", async () => (await statusOf(storage, held.id)) === "failed" && (await statusOf(storage, other.id)) === "delivered");
       expect((await storage.messages.get(held.id))?.error).toBe(OPTED_OUT_AT_SEND_TIME);
       expect(net.sent).toEqual([other.id]);
@@ -170,7 +170,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("stop() ends the loop: a message due after it is not sent", async () => {
       const storage = await fresh();
       const net = countingNetwork();
-      const sender = run({ storage, network: net.driver, log: quietLog });
+      const sender = run({ storage, lines: oneLine(net.driver), log: quietLog });
       await sender.stop(5_000);
       const due = await schedule(storage, A, "after stop", -1);
       await Bun.sleep(1_200);
@@ -189,14 +189,14 @@ describe.each(dialects)("on $name", (dialect) => {
       expect([again.code, again.message]).toEqual(["CONFLICT", `message ${row.id} is canceled; only a scheduled message can be canceled`]);
       const unknown = (await rejectionOf(cancelScheduled({ storage }, "nope"))) as AppError;
       expect(unknown.code).toBe("NOT_FOUND");
-      run({ storage, network: net.driver, log: quietLog });
+      run({ storage, lines: oneLine(net.driver), log: quietLog });
       await Bun.sleep(2_000);
       expect([net.sent, await statusOf(storage, row.id)]).toEqual([[], "canceled"]);
     });
 
     test("a message already sent cannot be canceled (409 says it was delivered)", async () => {
       const storage = await fresh();
-      const sent = await sendMessage({ storage, network: countingNetwork().driver, log: quietLog }, { phone: A, message: "now" });
+      const sent = await sendMessage({ storage, lines: oneLine(countingNetwork().driver), log: quietLog }, { phone: A, message: "now" });
       const err = (await rejectionOf(cancelScheduled({ storage }, sent.id))) as AppError;
       expect([err.code, err.message]).toEqual(["CONFLICT", `message ${sent.id} is delivered; only a scheduled message can be canceled`]);
     });
@@ -223,8 +223,8 @@ describe.each(dialects)("on $name", (dialect) => {
       const net = countingNetwork();
       const ids: string[] = [];
       for (let i = 0; i < 120; i++) ids.push((await schedule(one, i % 2 ? A : B, `m${i}`, i % 3 === 0 ? -1 : 300)).id);
-      run({ storage: one, network: net.driver, log: quietLog });
-      run({ storage: two, network: net.driver, log: quietLog });
+      run({ storage: one, lines: oneLine(net.driver), log: quietLog });
+      run({ storage: two, lines: oneLine(net.driver), log: quietLog });
       await eventually("every message delivered", async () => {
         for (const id of ids) if ((await statusOf(one, id)) !== "delivered") return false;
         return true;

@@ -178,12 +178,12 @@ describe.each(dialects)("on $name, setStatus follows the status rule", (dialect)
 describe.each(clockDialects)("on $name, outbound messages not final: the stale sweep and reconciliation", (dialect) => {
   const setup = setups(dialect);
 
-  test("the stale-queued sweep leaves the queued sends of a network that reconciles them", async () => {
+  test("the stale-queued sweep leaves the queued sends of the lines that reconcile them", async () => {
     const { store, clock } = await setup(1_000_000);
-    const bb = (await store.insert({ ...outbound(), network: "bluebubbles" })).row;
+    const bb = (await store.insert({ ...outbound(), network: "bluebubbles", lineId: "ln_bb" })).row;
     const lb = (await store.insert(outbound())).row;
     clock.t += 10 * 60_000 * 1000; // the store's clock counts microseconds
-    expect(await store.failStaleQueued(2 * 60_000, "interrupted", "bluebubbles")).toEqual([lb.network]);
+    expect(await store.failStaleQueued(2 * 60_000, "interrupted", ["ln_bb"])).toEqual([lb.network]);
     expect((await store.get(bb.id))!.status).toBe("queued");
     expect((await store.get(lb.id))!.status).toBe("failed");
   });

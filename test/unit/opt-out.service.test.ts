@@ -10,7 +10,7 @@ import { OPTED_OUT_MESSAGE } from "../../src/messages/opt-out";
 import { recordInbound, sendMessage, type MessagingDeps } from "../../src/messages/service";
 import { RecipientOptedOut, webhookEvents, type NetworkDriver } from "../../src/network/driver";
 import { createLoopbackNetwork } from "../../src/network/loopback";
-import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY } from "./helpers";
+import { dialects, quietLog, rejectionOf, storages, TEXT_ONLY, oneLine, envLineOf } from "./helpers";
 
 // A real database, PostgreSQL too: slower than bun's 5 s default allows on a loaded machine.
 setDefaultTimeout(30_000);
@@ -38,7 +38,7 @@ describe.each(dialects)("on $name", (dialect) => {
   const fresh = storages(dialect);
   async function setup(network: NetworkDriver = createLoopbackNetwork()) {
     const storage = await fresh();
-    const deps: MessagingDeps = { storage, network, log: quietLog };
+    const deps: MessagingDeps = { storage, lines: oneLine(network), log: quietLog };
     return { storage, deps };
   }
 
@@ -46,24 +46,24 @@ describe.each(dialects)("on $name", (dialect) => {
     test("STOP opts the contact out, START back in; other texts change nothing", async () => {
       const { storage } = await setup();
       expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 0, typing: false });
-      await recordInbound(storage, "loopback", { phone: A, message: "stop please" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "stop please" });
       expect((await getContact(storage, A)).opted_out).toBe(false);
-      await recordInbound(storage, "loopback", { phone: A, message: " Stop. " });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: " Stop. " });
       const out = await getContact(storage, A);
       expect(out.opted_out).toBe(true);
       expect(Date.parse(out.opted_out_at!)).toBeGreaterThan(Date.now() - 60_000);
-      await recordInbound(storage, "loopback", { phone: A, message: "hello again" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "hello again" });
       expect((await getContact(storage, A)).opted_out).toBe(true);
-      await recordInbound(storage, "loopback", { phone: A, message: "START" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "START" });
       expect(await getContact(storage, A)).toEqual({ phone: A, opted_out: false, opted_out_at: null, unread: 4, typing: false });
       expect((await getContact(storage, B)).opted_out).toBe(false);
     });
 
     test("a duplicate (same network id) changes nothing: a STOP redelivered after START does not opt out again", async () => {
       const { storage } = await setup();
-      await recordInbound(storage, "loopback", { phone: A, message: "STOP", networkId: "n-1" });
-      await recordInbound(storage, "loopback", { phone: A, message: "START", networkId: "n-2" });
-      const again = await recordInbound(storage, "loopback", { phone: A, message: "STOP", networkId: "n-1" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "STOP", networkId: "n-1" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "START", networkId: "n-2" });
+      const again = await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "STOP", networkId: "n-1" });
       expect(again.duplicate).toBe(true);
       expect((await getContact(storage, A)).opted_out).toBe(false);
       expect(await total(storage, A)).toBe(2);
@@ -71,11 +71,11 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("the network's OptOutType decides (a keyword of the account's own)", async () => {
       const { storage } = await setup();
-      await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], []), quietLog, {
+      await applyNetworkEvents(storage, envLineOf("twilio"), webhookEvents([{ phone: A, message: "ARRET", networkId: "SM1", optOutType: "STOP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
       expect((await getContact(storage, A)).opted_out).toBe(true);
-      await applyNetworkEvents(storage, "twilio", webhookEvents([{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], []), quietLog, {
+      await applyNetworkEvents(storage, envLineOf("twilio"), webhookEvents([{ phone: A, message: "help", networkId: "SM2", optOutType: "HELP" }], []), quietLog, {
         maxMessageLength: 1600,
       });
       expect((await getContact(storage, A)).opted_out).toBe(true);
@@ -86,7 +86,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("are FORBIDDEN with the contract's message, and nothing is stored or sent", async () => {
       const { network, sent } = recordingNetwork();
       const { storage, deps } = await setup(network);
-      await recordInbound(storage, "loopback", { phone: A, message: "STOP" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "STOP" });
       const err = await rejectionOf(sendMessage(deps, { phone: A, message: "hello" }));
       expect(err).toBeInstanceOf(AppError);
       expect((err as AppError).code).toBe("FORBIDDEN");
@@ -95,7 +95,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(await total(storage, A)).toBe(1);
       // Another contact is not affected, and START lets the contact be texted again.
       await sendMessage(deps, { phone: B, message: "hello" });
-      await recordInbound(storage, "loopback", { phone: A, message: "start" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "start" });
       expect((await sendMessage(deps, { phone: A, message: "welcome back" })).status).toBe("delivered");
     });
 
@@ -103,7 +103,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { storage, deps } = await setup();
       const model = new FakeListChatModel({ responses: ["never"] });
       const generator = createGenerator({ chatModel: model, model: "fake", timeoutMs: 1000 });
-      await recordInbound(storage, "loopback", { phone: A, message: "UNSUBSCRIBE" });
+      await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "UNSUBSCRIBE" });
       const gdeps = { ...deps, generator, config: { MAX_MESSAGE_LENGTH: 1600 } };
       const err = await rejectionOf(generateReply(gdeps, { phone: A, context: [{ role: "user", content: "hi" }], autoSend: true }));
       expect((err as AppError).code).toBe("FORBIDDEN");
@@ -140,7 +140,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("kept on the message, the record says it, and the network gets the replied message's own id", async () => {
       const { network, sent } = recordingNetwork();
       const { storage, deps } = await setup(network);
-      const { record: inbound } = await recordInbound(storage, "loopback", { phone: A, message: "question?", networkId: "net-q" });
+      const { record: inbound } = await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "question?", networkId: "net-q" });
       const reply = await sendMessage(deps, { phone: A, message: "answer", reply_to: inbound.id });
       expect(reply.reply_to).toBe(inbound.id);
       expect((await storage.messages.get(reply.id))?.replyTo).toBe(inbound.id);
@@ -153,7 +153,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("a replied message of another network is kept, not sent as a thread", async () => {
       const { network, sent } = recordingNetwork("bluebubbles");
       const { storage, deps } = await setup(network);
-      const { record: inbound } = await recordInbound(storage, "loopback", { phone: A, message: "old", networkId: "lb-1" });
+      const { record: inbound } = await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "old", networkId: "lb-1" });
       const reply = await sendMessage(deps, { phone: A, message: "answer", reply_to: inbound.id });
       expect(reply.reply_to).toBe(inbound.id);
       expect(sent.at(-1)?.replyTo).toBeUndefined();
@@ -161,7 +161,7 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("an unknown id or another contact's message is BAD_REQUEST naming reply_to, and nothing is stored", async () => {
       const { storage, deps } = await setup();
-      const { record: fromB } = await recordInbound(storage, "loopback", { phone: B, message: "hi" });
+      const { record: fromB } = await recordInbound(storage, envLineOf("loopback"), { phone: B, message: "hi" });
       const unknown = (await rejectionOf(sendMessage(deps, { phone: A, message: "x", reply_to: "nope" }))) as AppError;
       expect(unknown.code).toBe("BAD_REQUEST");
       expect(unknown.message).toBe("reply_to: no message with this id");
@@ -175,7 +175,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { storage, deps } = await setup(recordingNetwork("bluebubbles").network);
       const ours = await sendMessage(deps, { phone: A, message: "how was it?" });
       const apply = (m: { phone: string; networkId: string; replyToNetworkId: string }) =>
-        applyNetworkEvents(storage, "bluebubbles", webhookEvents([{ ...m, message: "reply" }], []), quietLog, { maxMessageLength: 1600 });
+        applyNetworkEvents(storage, envLineOf("bluebubbles"), webhookEvents([{ ...m, message: "reply" }], []), quietLog, { maxMessageLength: 1600 });
       await apply({ phone: A, networkId: "in-1", replyToNetworkId: `bluebubbles:${ours.id}` });
       await apply({ phone: A, networkId: "in-2", replyToNetworkId: "in-1" });
       await apply({ phone: A, networkId: "in-3", replyToNetworkId: "unknown-guid" });

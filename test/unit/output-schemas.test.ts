@@ -14,7 +14,7 @@ const KEY = "tw_unit_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const fresh = storages(dialects[0]!);
 
 test("real answers match the documented schemas exactly", async () => {
-  const app = createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY }), await fresh(), createLogger("error"));
+  const app = await createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY }), await fresh(), createLogger("error"));
   const http = createHttpHandler(app);
   const call = async (path: string, body?: unknown) => {
     const init: RequestInit = { headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" } };
@@ -44,7 +44,7 @@ test("real answers match the documented schemas exactly", async () => {
 });
 
 test("events and deliveries answers match their documented schemas exactly", async () => {
-  const app = createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY, ALLOW_PRIVATE_URLS: "true" }), await fresh(), createLogger("error"));
+  const app = await createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY, ALLOW_PRIVATE_URLS: "true" }), await fresh(), createLogger("error"));
   const http = createHttpHandler(app);
   const call = async (path: string, body?: unknown, status = 200) => {
     const init: RequestInit = { headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" } };

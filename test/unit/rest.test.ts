@@ -11,7 +11,7 @@ import { loadConfig } from "../../src/config";
 import { dialects, quietLog, rejectionOf } from "./helpers";
 
 const storage = await dialects[0]!.open();
-const app = createApp(loadConfig({ NETWORK: "loopback" }), storage, quietLog);
+const app = await createApp(loadConfig({ NETWORK: "loopback" }), storage, quietLog);
 afterAll(() => storage.close());
 
 /** The router, counting how often its procedures are walked. */

@@ -11,7 +11,7 @@ import { openPostgresStorage } from "../../src/db/postgres/storage";
 import { openSqliteStorage } from "../../src/db/sqlite/storage";
 import { listHistory, pollInbound } from "../../src/messages/service";
 import { describePostgres } from "../support/postgres";
-import { clockDialects, dialects, inboundRow, outboundRow, rejectionOf, storages } from "./helpers";
+import { clockDialects, dialects, inboundRow, outboundRow, rejectionOf, storages, reader } from "./helpers";
 
 // A real database and real timers: bun's 5 s default per test is too short on a busy CI machine.
 setDefaultTimeout(30_000);
@@ -152,20 +152,21 @@ describe.each(dialects)("on $name", (dialect) => {
     });
 
     test("history and poll records carry reply_to and media (url /api/media/<id>), [] and null when none", async () => {
-      const { messages } = await fresh();
+      const storage = await fresh();
+      const { messages } = storage;
       const plain = (await messages.insert(inbound())).row;
       const f = file(0, "image/gif");
       const rich = (await messages.insert(inbound({ replyTo: plain.id, media: [f] }))).row;
-      const page = await listHistory(messages, { phone: A, limit: 10, offset: 0 });
+      const page = await listHistory(reader(storage), { phone: A, limit: 10, offset: 0 });
       expect(page.messages.map((m) => [m.id, m.reply_to, m.media])).toEqual([
         [rich.id, plain.id, [{ id: f.id, content_type: "image/gif", size: f.size, url: `/api/media/${f.id}` }]],
         [plain.id, null, []],
       ]);
-      const polled = await pollInbound(messages, { limit: 10 });
+      const polled = await pollInbound(reader(storage), { limit: 10 });
       expect(polled.messages.map((m) => m.media.length)).toEqual([0, 1]);
-      expect((await pollInbound(messages, { limit: 1 })).messages).toEqual([
+      expect((await pollInbound(reader(storage), { limit: 1 })).messages).toEqual([
         { id: plain.id, phone: A, message: "hi", direction: "inbound", timestamp: expect.any(String), status: "received", reply_to: null, media: [],
-          reactions: [], read_at: null, edited_at: null, unsent_at: null, chat_id: `dm_${A.slice(1)}` },
+          reactions: [], read_at: null, edited_at: null, unsent_at: null, chat_id: `dm_${A.slice(1)}`, line_id: "ln_default" },
       ]);
     });
   });

@@ -11,7 +11,7 @@ const KEY = "tw_unit_aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const fresh = storages(dialects[0]!);
 
 test("a database outage during authentication: /trpc answers tRPC's 503, /api the REST envelope's", async () => {
-  const app = createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY }), await fresh(), createLogger("error"));
+  const app = await createApp(loadConfig({ DATABASE_URL: ":memory:", API_KEYS: KEY }), await fresh(), createLogger("error"));
   const down = () => Promise.reject(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }));
   app.verifyKey = Object.assign(down, { byHash: down });
   const http = createHttpHandler(app);

@@ -1,3 +1,4 @@
+import { createSecrets } from "../../src/secrets/seal";
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -39,7 +40,7 @@ function receiver(secret: string, respond?: Responder) {
 }
 
 function deliverer(storage: Storage, owner = "process-1", log = recordingLog().log) {
-  const d = startDeliverer({ storage, config, log, owner });
+  const d = startDeliverer({ storage, config, log, owner, secrets: createSecrets(undefined) });
   deliverers.push(d);
   return d;
 }
@@ -170,7 +171,7 @@ describe.each(dialects)("the deliverer on $name", (dialect) => {
     const secret = newSecret();
     const r = receiver(secret);
     const ep = await endpoint(storage, r.url, secret);
-    deliverers.push(startDeliverer({ storage, config: { ...config, ALLOW_PRIVATE_URLS: false }, log: recordingLog().log, owner: "p" }));
+    deliverers.push(startDeliverer({ storage, config: { ...config, ALLOW_PRIVATE_URLS: false }, log: recordingLog().log, owner: "p", secrets: createSecrets(undefined) }));
     await inbound(storage);
     await until(async () => (await storage.webhooks.deliveries(ep.id, 10, "failed")).length === 1, "the delivery failed");
     expect((await storage.webhooks.deliveries(ep.id, 10))[0]).toMatchObject({ attempts: 3, lastStatus: null, lastError: "blocked: must be an https URL" });
@@ -233,7 +234,7 @@ describe.each(dialects)("the deliverer on $name", (dialect) => {
     let answer!: () => void;
     const r = receiver(secret, () => new Promise<Response>((resolve) => (answer = () => resolve(new Response(null, { status: 204 })))));
     const ep = await endpoint(storage, r.url, secret);
-    const d = startDeliverer({ storage, config, log: recordingLog().log, owner: "p" });
+    const d = startDeliverer({ storage, config, log: recordingLog().log, owner: "p", secrets: createSecrets(undefined) });
     await inbound(storage);
     await until(() => r.received.length === 1, "the attempt started");
     let stopped = false;
@@ -311,7 +312,7 @@ describe("the deliverer when the database is busy", () => {
       // A delivery is due, so the claim needs the write lock (an idle deliverer only reads).
       await inbound(storage);
       other.run("BEGIN EXCLUSIVE");
-      deliverers.push(startDeliverer({ storage, config, log, owner: "p" }));
+      deliverers.push(startDeliverer({ storage, config, log, owner: "p", secrets: createSecrets(undefined) }));
       await until(() => messages().filter((m) => m === "claiming webhook deliveries failed; will retry").length >= 2, "two failed claims logged");
       expect(r.received.length).toBe(0);
       other.run("COMMIT");

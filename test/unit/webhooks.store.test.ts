@@ -126,7 +126,7 @@ describe.each(dialects)("events written by the database on $name", (dialect) => 
     const a = (await storage.messages.insert(outbound())).row;
     const b = (await storage.messages.insert(outbound())).row;
     await pass(10);
-    expect(await storage.messages.failStaleQueued(1, "interrupted")).toHaveLength(2);
+    expect(await storage.messages.failStaleQueued(1, "interrupted", [])).toHaveLength(2);
     const events = await allEvents();
     expect(events.map((ev) => ev.type === "message.status_updated" && [ev.message.id, ev.previousStatus, ev.message.status, ev.message.error]).sort()).toEqual(
       [

@@ -59,10 +59,11 @@ function setups(dialect: TestDialect) {
     const clock = opts.clock;
     const storage = await fresh(clock ? { clock: () => clock.t * 1000 } : {});
     const config = loadConfig({ DATABASE_URL: ":memory:", MENTION_PATTERNS: "textwire,@bot", ...(opts.openai ? { OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: opts.openai } : {}) });
-    const app = createApp(config, storage, quietLog);
+    const app = await createApp(config, storage, quietLog);
     const sent: OutboundMessage[] = [];
-    const send = app.network.send.bind(app.network);
-    app.network = { ...app.network, send: async (m) => (sent.push(m), send(m)) };
+    const line = app.lines.default();
+    const send = line.driver.send.bind(line.driver);
+    line.driver = { ...line.driver, send: async (m) => (sent.push(m), send(m)) };
     // Seen before any text: a new workflow's cursor starts at its first sight.
     await ensureWorkflow(storage, "group-flow");
     await ensureWorkflow(storage, "dry");

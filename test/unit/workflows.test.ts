@@ -22,7 +22,7 @@ import { runWorkflow, type RunnerDeps } from "../../src/workflows/runner";
 import { backoffMs, ensureWorkflow, finishRun, getState } from "../../src/workflows/store";
 import autoresponder from "../../workflows/autoresponder";
 import { startFakeOpenAI } from "../support/fake-openai";
-import { clockDialects, dialects, manualClock, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect } from "./helpers";
+import { clockDialects, dialects, manualClock, quietLog, rejectionOf, storages, TEXT_ONLY, type TestDialect, oneLine, envLineOf } from "./helpers";
 
 // The lease tests wait on real time and a real database.
 setDefaultTimeout(30_000);
@@ -36,7 +36,7 @@ function setups(dialect: TestDialect) {
     const clock = manualClock(Date.now());
     const storage = await fresh(dialect.movableClock && !opts.realTime ? { clock: () => clock.t * 1000 } : {});
     const config = loadConfig({ DATABASE_URL: ":memory:", ...(opts.openai ? { OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: opts.openai } : {}) });
-    const app = createApp(config, storage, createLogger("error"));
+    const app = await createApp(config, storage, createLogger("error"));
     if (opts.replies) {
       app.generator = createGenerator({ chatModel: new FakeListChatModel({ responses: opts.replies }), model: "fake", timeoutMs: 1000 });
     }
@@ -47,7 +47,7 @@ function setups(dialect: TestDialect) {
       maxMessageLength: 10000,
       owner,
     });
-    const inbound = async (message: string, phone = PHONE) => (await recordInbound(storage, "loopback", { phone, message })).record;
+    const inbound = async (message: string, phone = PHONE) => (await recordInbound(storage, envLineOf("loopback"), { phone, message })).record;
     const outbound = async () => (await storage.messages.history(PHONE, 100, 0)).rows.filter((r) => r.direction === "outbound");
     const runs = () => storage.workflows.recentRuns("test-flow", 100);
     const ourTyping = async (phone = PHONE) => (await dialect.rows(storage, `SELECT our_typing_until AS "until" FROM contacts WHERE phone = '${phone}'`))[0]?.until ?? null;
@@ -413,7 +413,7 @@ describe.each(dialects)("on $name", (dialect) => {
 
     test("on a network without reactions or typing, those are refused with 422 naming the network; markRead is kept by Textwire", async () => {
       const { app, deps, storage, inbound } = await setup();
-      app.network = recordingNetwork({ textOnly: true }).network;
+      app.lines.default().driver = recordingNetwork({ textOnly: true }).network;
       const msg = await inbound("hello");
       const refused: AppError[] = [];
       let capabilities: unknown;
@@ -462,7 +462,7 @@ describe.each(clockDialects)("the shipped autoresponder on $name", (dialect) => 
   async function autoresponderSetup(network: Parameters<typeof recordingNetwork>[0] = {}) {
     const s = await setup({ openai: model.baseUrl });
     const recorded = recordingNetwork(network);
-    s.app.network = recorded.network;
+    s.app.lines.default().driver = recorded.network;
     await ensureWorkflow(s.storage, autoresponder.name);
     /** A text from the contact `ago` ms ago (quiet long enough by default). */
     const texted = async (text: string, ago = 10_000) => {
