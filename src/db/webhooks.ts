@@ -179,7 +179,7 @@ const EVENT_COLUMNS = `ev.id AS "eventId", ev.type AS "eventType", ev.timestamp 
   ev.message_id AS "messageId", m.phone AS "messagePhone", m.body AS "messageBody", m.direction AS "messageDirection",
   ev.status AS "messageStatus", m.timestamp AS "messageTimestamp", ev.error AS "messageError",
   m.reply_to AS "messageReplyTo", m.send_at AS "messageSendAt", m.media_count AS "messageMediaCount", m.reaction_count AS "messageReactionCount",
-  m.read_at AS "messageReadAt", m.edited_at AS "messageEditedAt", m.unsent_at AS "messageUnsentAt", m.chat_id AS "messageChatId", ev.data AS "data",
+  m.read_at AS "messageReadAt", m.edited_at AS "messageEditedAt", m.unsent_at AS "messageUnsentAt", m.chat_id AS "messageChatId", m.line_id AS "messageLineId", ev.data AS "data",
   ev.run_id AS "runId", r.workflow AS "runWorkflow", r.trigger AS "runTrigger", r.dry_run AS "runDryRun", r.started_at AS "runStartedAt",
   r.ended_at AS "runEndedAt", r.status AS "runStatus", r.error AS "runError", r.handled AS "runHandled"`;
 

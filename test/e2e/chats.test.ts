@@ -254,7 +254,7 @@ test("a network without groups (Twilio) answers 422 to group requests, naming th
   const server = await startServer({ env: twilioEnv(fake) });
   try {
     const e = expectError(await call(server, "POST", "/api/chats", { body: { participants: [newPhone(), newPhone()], message: "hi" } }), 422, "UNPROCESSABLE_CONTENT");
-    expect(e.error.message).toBe("participants: the twilio network cannot do group chats");
+    expect(e.error.message).toBe("participants: the twilio network cannot do group chats (line default)");
     expect((await call<{ network: { capabilities: { groups: boolean } } }>(server, "GET", "/api/network")).body.network.capabilities.groups).toBe(false);
     expect((await call<{ total: number }>(server, "GET", "/api/chats?kind=group")).body.total).toBe(0);
   } finally {

@@ -356,11 +356,11 @@ describe("on Twilio, which can do none of it", () => {
     const sent = await send(twilio, phone, "Your order has shipped.");
     const requests = fake.requests.length;
     const refusals: [string, string, unknown, string][] = [
-      ["POST", `/api/messages/${sent.message_id}/reactions`, { reaction: "love" }, "reaction: the twilio network cannot send reactions"],
-      ["DELETE", `/api/messages/${sent.message_id}/reactions`, undefined, "reaction: the twilio network cannot send reactions"],
-      ["POST", `/api/contacts/${encodeURIComponent(phone)}/typing`, undefined, "typing: the twilio network cannot show typing"],
-      ["POST", `/api/messages/${sent.message_id}/edit`, { message: "Your order is out for delivery." }, "message: the twilio network cannot edit messages"],
-      ["POST", `/api/messages/${sent.message_id}/unsend`, undefined, "unsend: the twilio network cannot unsend messages"],
+      ["POST", `/api/messages/${sent.message_id}/reactions`, { reaction: "love" }, "reaction: the twilio network cannot send reactions (line default)"],
+      ["DELETE", `/api/messages/${sent.message_id}/reactions`, undefined, "reaction: the twilio network cannot send reactions (line default)"],
+      ["POST", `/api/contacts/${encodeURIComponent(phone)}/typing`, undefined, "typing: the twilio network cannot show typing (line default)"],
+      ["POST", `/api/messages/${sent.message_id}/edit`, { message: "Your order is out for delivery." }, "message: the twilio network cannot edit messages (line default)"],
+      ["POST", `/api/messages/${sent.message_id}/unsend`, undefined, "unsend: the twilio network cannot unsend messages (line default)"],
     ];
     for (const [method, path, body, message] of refusals) {
       const e = expectError(await call(twilio, method, path, body === undefined ? {} : { body }), 422, "UNPROCESSABLE_CONTENT");

@@ -126,7 +126,7 @@ describe.each(dialects)("on $name", (dialect) => {
     test("refused: 422 on a network without reactions (nothing changed), 404 for an unknown id, 409 for a message the network does not know", async () => {
       const { storage, deps } = await setup(textOnly);
       const sent = await sendMessage(deps, { phone: A, message: "hello" });
-      expect(await codeOf(reactToMessage(deps, sent.id, "love"))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "reaction: the twilio network cannot send reactions" });
+      expect(await codeOf(reactToMessage(deps, sent.id, "love"))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "reaction: the twilio network cannot send reactions (line default)" });
       expect(await codeOf(removeOurReaction(deps, sent.id))).toMatchObject({ code: "UNPROCESSABLE_CONTENT" });
       expect((await storage.messages.get(sent.id))?.reactionCount).toBe(0);
       const loopback = (await setup()).deps;
@@ -135,7 +135,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect((await codeOf(reactToMessage(loopback, record.id, "love"))).code).toBe("CONFLICT");
     });
 
-    test("the contact's, from the lines: oneLine(one) a person on messages of the conversation, never a message", async () => {
+    test("the contact's, from the network: one a person on messages of the conversation, never a message", async () => {
       const { storage, deps } = await setup();
       const sent = await sendMessage(deps, { phone: A, message: "hello" });
       const networkId = `loopback:${sent.id}`;
@@ -208,7 +208,7 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(await ours()).toEqual([]);
 
       const twilio = (await setup(textOnly)).deps;
-      expect(await codeOf(setOurTyping(twilio, A, true))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "typing: the twilio network cannot show typing" });
+      expect(await codeOf(setOurTyping(twilio, A, true))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "typing: the twilio network cannot show typing (line default)" });
     });
 
     test("a send writes our typing's state only when it was on; the sweep logs a network that cannot stop it at debug, other failures at warn", async () => {
@@ -271,7 +271,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const { storage, deps } = await setup();
       const orphan = (await storage.chats.create({ id: "grp_orphan", kind: "group", name: null, participants: [A, B], network: "loopback", networkId: null }))!;
       const cannot = (await rejectionOf(setChatTyping({ ...deps, lines: oneLine(textOnly) }, orphan.id, true))) as AppError;
-      expect([cannot.code, cannot.message]).toEqual(["UNPROCESSABLE_CONTENT", "typing: the twilio network cannot show typing"]);
+      expect([cannot.code, cannot.message]).toEqual(["UNPROCESSABLE_CONTENT", "typing: the twilio network cannot show typing (line default)"]);
       const notOn = (await rejectionOf(setChatTyping(deps, orphan.id, true))) as AppError;
       expect([notOn.code, notOn.message]).toEqual(["CONFLICT", "chat grp_orphan is not on the network (its creation failed)"]);
       expect((await storage.chats.get(orphan.id))?.ourTyping).toBe(false);
@@ -393,8 +393,8 @@ describe.each(dialects)("on $name", (dialect) => {
 
       const twilio = (await setup(textOnly)).deps;
       const viaTwilio = await sendMessage(twilio, { phone: A, message: "hello" });
-      expect(await codeOf(editOurMessage(twilio, viaTwilio.id, "x"))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "message: the twilio network cannot edit messages" });
-      expect(await codeOf(unsendOurMessage(twilio, viaTwilio.id))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "unsend: the twilio network cannot unsend messages" });
+      expect(await codeOf(editOurMessage(twilio, viaTwilio.id, "x"))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "message: the twilio network cannot edit messages (line default)" });
+      expect(await codeOf(unsendOurMessage(twilio, viaTwilio.id))).toEqual({ code: "UNPROCESSABLE_CONTENT", message: "unsend: the twilio network cannot unsend messages (line default)" });
     });
   });
 });

@@ -188,24 +188,24 @@ describe.each(clockDialects)("on $name, outbound messages not final: the stale s
     expect((await store.get(lb.id))!.status).toBe("failed");
   });
 
-  test("pendingOutbound lists queued and sent messages of one network unchanged for a while, oldest check first; markChecked moves them back", async () => {
+  test("pendingOutbound lists queued and sent messages of one line unchanged for a while, oldest check first; markChecked moves them back", async () => {
     const { store, clock } = await setup(1_000_000);
-    const net = (status: "queued" | "sent" | "delivered") => ({ ...outbound(), network: "bluebubbles", status });
+    const net = (status: "queued" | "sent" | "delivered") => ({ ...outbound(), network: "bluebubbles", lineId: "ln_bb", status });
     const q = (await store.insert(net("queued"))).row;
     const s = (await store.insert(net("sent"))).row;
     await store.insert(net("delivered"));
     await store.insert(outbound());
-    expect(await store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10)).toEqual([]);
+    expect(await store.pendingOutbound("ln_bb", 60_000, 86_400_000, 10)).toEqual([]);
     clock.t += 2 * 60_000 * 1000; // the store's clock counts microseconds
-    expect((await store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10)).map((p) => [p.id, p.status])).toEqual([
+    expect((await store.pendingOutbound("ln_bb", 60_000, 86_400_000, 10)).map((p) => [p.id, p.status])).toEqual([
       [q.id, "queued"],
       [s.id, "sent"],
     ]);
-    expect((await store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 1)).map((p) => p.id)).toEqual([q.id]);
+    expect((await store.pendingOutbound("ln_bb", 60_000, 86_400_000, 1)).map((p) => p.id)).toEqual([q.id]);
     await store.markChecked([q.id]);
-    expect((await store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10)).map((p) => p.id)).toEqual([s.id]);
+    expect((await store.pendingOutbound("ln_bb", 60_000, 86_400_000, 10)).map((p) => p.id)).toEqual([s.id]);
     // Outside the window: not asked about any more.
     clock.t += 2 * 86_400_000 * 1000;
-    expect(await store.pendingOutbound("bluebubbles", 60_000, 86_400_000, 10)).toEqual([]);
+    expect(await store.pendingOutbound("ln_bb", 60_000, 86_400_000, 10)).toEqual([]);
   });
 });

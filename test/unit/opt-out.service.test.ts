@@ -150,11 +150,14 @@ describe.each(dialects)("on $name", (dialect) => {
       expect(sent.at(-1)?.replyTo).toBeUndefined();
     });
 
-    test("a replied message of another network is kept, not sent as a thread", async () => {
+    test("a replied message of another line is kept, not sent as a thread", async () => {
       const { network, sent } = recordingNetwork("bluebubbles");
-      const { storage, deps } = await setup(network);
-      const { record: inbound } = await recordInbound(storage, envLineOf("loopback"), { phone: A, message: "old", networkId: "lb-1" });
-      const reply = await sendMessage(deps, { phone: A, message: "answer", reply_to: inbound.id });
+      const storage = await fresh();
+      const deps: MessagingDeps = { storage, lines: oneLine(network, createLoopbackNetwork()), log: quietLog };
+      const { record: inbound } = await recordInbound(storage, { id: "ln_loopback", network: "loopback" }, { phone: A, message: "old", networkId: "lb-1" });
+      // A reply goes on the line of what it answers unless a line is named.
+      const reply = await sendMessage(deps, { phone: A, message: "answer", reply_to: inbound.id, line: "default" });
+      expect(reply.line_id).toBe("ln_default");
       expect(reply.reply_to).toBe(inbound.id);
       expect(sent.at(-1)?.replyTo).toBeUndefined();
     });

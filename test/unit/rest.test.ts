@@ -1,5 +1,6 @@
 // The REST face of the router (src/api/rest.ts): resolved once, and assembling a
 // procedure's input as trpc-to-openapi does. End to end over HTTP: test/e2e/*.
+import { unlimited } from "../../src/auth/policy";
 import { afterAll, describe, expect, test } from "bun:test";
 import { TRPCError } from "@trpc/server";
 import { createApp } from "../../src/app";
@@ -36,7 +37,7 @@ function op(method: string, path: string): RestOperation {
 
 /** The path's parameters, as the HTTP edge's one match gives them. */
 const params = (o: RestOperation, path: string) => o.pattern.exec(path)?.groups ?? {};
-const context = (): Context => ({ app, req: new Request("http://127.0.0.1/"), ip: "127.0.0.1", peer: "127.0.0.1", requestId: "r", responseHeaders: {}, keyId: "env:0" });
+const context = (): Context => ({ app, req: new Request("http://127.0.0.1/"), ip: "127.0.0.1", peer: "127.0.0.1", requestId: "r", responseHeaders: {}, keyId: "env:0", key: unlimited("env:0") });
 const get = (path: string, query = "") =>
   op("GET", path).call({ ctx: context(), params: params(op("GET", path), path), body: undefined, query: new URLSearchParams(query), signal: new AbortController().signal });
 const post = (path: string, body: unknown) =>
@@ -70,6 +71,12 @@ describe("REST operations", () => {
       "DELETE ^\\/api\\/contacts\\/(?<phone>[^/]+)\\/typing$",
       "POST ^\\/api\\/contacts\\/(?<phone>[^/]+)\\/read$",
       "GET ^\\/api\\/network$",
+      "GET ^\\/api\\/lines$",
+      "POST ^\\/api\\/lines$",
+      "GET ^\\/api\\/lines\\/(?<id>[^/]+)$",
+      "PATCH ^\\/api\\/lines\\/(?<id>[^/]+)$",
+      "DELETE ^\\/api\\/lines\\/(?<id>[^/]+)$",
+      "POST ^\\/api\\/lines\\/(?<id>[^/]+)\\/test$",
       "POST ^\\/webhooks\\/loopback$",
       "POST ^\\/api\\/webhook-endpoints$",
       "GET ^\\/api\\/webhook-endpoints$",
@@ -81,6 +88,9 @@ describe("REST operations", () => {
       "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/replay$",
       "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/deliveries\\/(?<delivery_id>[^/]+)\\/retry$",
       "GET ^\\/api\\/events$",
+      "GET ^\\/api\\/keys$",
+      "POST ^\\/api\\/keys$",
+      "DELETE ^\\/api\\/keys\\/(?<id>[^/]+)$",
     ]);
   });
 
@@ -94,12 +104,20 @@ describe("REST operations", () => {
       "POST ^\\/api\\/chats$",
       "PATCH ^\\/api\\/chats\\/(?<id>[^/]+)$",
       "POST ^\\/api\\/chats\\/(?<id>[^/]+)\\/participants$",
+      "POST ^\\/api\\/lines$",
+      "PATCH ^\\/api\\/lines\\/(?<id>[^/]+)$",
       "POST ^\\/webhooks\\/loopback$",
       "POST ^\\/api\\/webhook-endpoints$",
       "PATCH ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)$",
       "POST ^\\/api\\/webhook-endpoints\\/(?<id>[^/]+)\\/replay$",
+      "POST ^\\/api\\/keys$",
     ]);
-    expect(operations.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.method} ${o.pattern.source}`)).toEqual(["201 POST ^\\/api\\/chats$", "201 POST ^\\/api\\/webhook-endpoints$"]);
+    expect(operations.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.method} ${o.pattern.source}`)).toEqual([
+      "201 POST ^\\/api\\/chats$",
+      "201 POST ^\\/api\\/lines$",
+      "201 POST ^\\/api\\/webhook-endpoints$",
+      "201 POST ^\\/api\\/keys$",
+    ]);
   });
 
   test("are resolved once: a request does not walk the router", async () => {
@@ -143,7 +161,7 @@ describe("REST operations", () => {
   });
 
   test("answer the middleware's errors as TRPCErrors, mapped by the one map (no key: UNAUTHORIZED)", async () => {
-    const ctx = { ...context(), keyId: undefined };
+    const ctx = { ...context(), keyId: undefined, key: undefined };
     const err = await rejectionOf(op("GET", "/api/messages/poll").call({ ctx, params: {}, body: undefined, query: new URLSearchParams(), signal: new AbortController().signal }));
     expect(err).toBeInstanceOf(TRPCError);
     expect(failureOf(err).body.code).toBe("UNAUTHORIZED");

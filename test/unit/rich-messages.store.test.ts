@@ -254,6 +254,7 @@ describe.each(dialects)("on $name", (dialect) => {
           editedAt: null,
           unsentAt: null,
           chatId: null,
+          lineId: "ln_default",
         },
         expect.objectContaining({ id: middle.id, sendAt: middle.sendAt }),
       ]);

@@ -424,8 +424,8 @@ describe.each(dialects)("on $name", (dialect) => {
       });
       expect(capabilities).toEqual(TEXT_ONLY);
       expect(refused.map((e) => [e.code, e.message])).toEqual([
-        ["UNPROCESSABLE_CONTENT", "typing: the sms network cannot show typing"],
-        ["UNPROCESSABLE_CONTENT", "reaction: the sms network cannot send reactions"],
+        ["UNPROCESSABLE_CONTENT", "typing: the sms network cannot show typing (line default)"],
+        ["UNPROCESSABLE_CONTENT", "reaction: the sms network cannot send reactions (line default)"],
       ]);
       expect(await storage.messages.unread(PHONE)).toBe(0);
     });
