@@ -1,4 +1,9 @@
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { createLineInput, updateLineInput } from "./lines/schemas";
+import { createLine, deleteLine, listLines, testLine, updateLine } from "./lines/service";
+import { createSecrets, parseSecretKey } from "./secrets/seal";
+import { resealStored, secretKeyFile } from "./secrets/stored";
 import { createApp, type App } from "./app";
 import { createKey, createKeyInput, listKeys, revokeKey } from "./auth/keys";
 import { ConfigError, loadConfig } from "./config";
@@ -41,7 +46,22 @@ const USAGE = `usage: bun run textwire <command>
                             scopes * (everything); see docs/security.md
   keys list                 list keys: name, prefix, scopes, limits, last use
   keys revoke ID|NAME       revoke a key; it stops working at once
-  send PHONE MESSAGE        send a message, e.g. send +14155550123 "Hello"
+  lines list                lines: id, name, network, address, default, enabled
+  lines add NAME NETWORK [--address A] [--setting K=V]... [--credential K=V]...
+            [--default] [--disabled] [--fallback LINE]
+                            add a line (docs/lines.md), e.g. lines add sales twilio
+                            --address +14155550100 --setting account_sid=AC…
+                            --credential auth_token=…
+  lines update LINE [--name N] [--address A] [--setting K=V]... [--credential K=V]...
+            [--default] [--enable | --disable] [--fallback LINE | --no-fallback]
+                            change a line (--setting replaces the settings; each
+                            --credential replaces that one)
+  lines test LINE           check a line against its network, sending nothing
+  lines remove LINE         delete a line that never carried a message
+  secrets rotate            re-encrypt stored credentials from OLD_SECRET_KEY (or a
+                            SQLite deployment's secret.key) to SECRET_KEY
+  send PHONE MESSAGE [--line LINE]
+                            send a message, e.g. send +14155550123 "Hello"
   send --chat ID MESSAGE    send into a chat (a group's id from chats list)
   chats list [--kind direct|group] [--limit N]
                             chats, latest activity first: id, kind, name or participants
@@ -49,7 +69,7 @@ const USAGE = `usage: bun run textwire <command>
                             a chat's messages, newest first, with their senders
   chats create PHONE,PHONE,... MESSAGE [--name NAME]
                             create a group by sending its first message
-  inbound PHONE MESSAGE     deliver an inbound message on the loopback network
+  inbound PHONE MESSAGE     deliver an inbound message on a loopback line
   network                   the network and what it can do (reactions, typing, ...)
   react ID REACTION         react to a message: ${REACTIONS.join(", ")}
   unreact ID                take our reaction off a message
@@ -352,11 +372,135 @@ async function chats(args: string[]) {
   });
 }
 
+/** `K=V` flags as an object; a value of digits is a number (timeouts, SIM numbers). */
+function pairs(flag: string, given: string[] | undefined): Record<string, unknown> | undefined {
+  if (!given) return undefined;
+  return Object.fromEntries(
+    given.map((pair) => {
+      const at = pair.indexOf("=");
+      if (at < 1) throw new UsageError(`--${flag} takes KEY=VALUE, got "${pair}"`);
+      const value = pair.slice(at + 1);
+      return [pair.slice(0, at), /^\d+$/.test(value) ? Number(value) : value];
+    }),
+  );
+}
+
+async function lines(args: string[]) {
+  const [sub, ...rest] = args;
+  const known = ["list", "add", "update", "test", "remove"];
+  if (!sub || !known.includes(sub)) throw new UsageError(`unknown lines command ${sub ? `"${sub}"` : "(none)"}; use ${known.join(", ")}`);
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: {
+      name: { type: "string" },
+      address: { type: "string" },
+      setting: { type: "string", multiple: true },
+      credential: { type: "string", multiple: true },
+      default: { type: "boolean" },
+      enable: { type: "boolean" },
+      disable: { type: "boolean" },
+      disabled: { type: "boolean" },
+      fallback: { type: "string" },
+      "no-fallback": { type: "boolean" },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
+  const allowed: Record<string, string[]> = {
+    list: [],
+    test: [],
+    remove: [],
+    add: ["address", "setting", "credential", "default", "disabled", "fallback"],
+    update: ["name", "address", "setting", "credential", "default", "enable", "disable", "fallback", "no-fallback"],
+  };
+  const extra = Object.keys(values).find((name) => !allowed[sub]!.includes(name));
+  if (extra) throw new UsageError(`lines ${sub} does not take --${extra}`);
+  if (values.enable && values.disable) throw new UsageError("lines update takes --enable or --disable, not both");
+  return withApp(async (app) => {
+    switch (sub) {
+      case "list": {
+        expectArgs(positionals, []);
+        const all = listLines(app);
+        return print(["ID".padEnd(22) + "NAME".padEnd(16) + "NETWORK".padEnd(13) + "ADDRESS".padEnd(18) + "STATE"]
+          .concat(all.map((l) => l.id.padEnd(22) + l.name.padEnd(16) + l.network.padEnd(13) + (l.address ?? "-").padEnd(18) + [l.default ? "default" : "", l.enabled ? "enabled" : "disabled", l.managed === "env" ? "from the environment" : ""].filter(Boolean).join(", ")))
+          .join("\n"));
+      }
+      case "add": {
+        const [name, network] = expectArgs(positionals, ["NAME", "NETWORK"]);
+        const input = parseInput(createLineInput, {
+          name,
+          network,
+          address: values.address,
+          settings: pairs("setting", values.setting),
+          credentials: pairs("credential", values.credential),
+          default: values.default,
+          enabled: values.disabled ? false : undefined,
+          fallback: values.fallback,
+        });
+        return print(await createLine(app, input));
+      }
+      case "update": {
+        const [ref] = expectArgs(positionals, ["LINE"]);
+        const patch = {
+          name: values.name,
+          address: values.address,
+          settings: pairs("setting", values.setting),
+          credentials: pairs("credential", values.credential),
+          default: values.default,
+          enabled: values.enable ? true : values.disable ? false : undefined,
+          fallback: values["no-fallback"] ? null : values.fallback,
+        };
+        if (Object.values(patch).every((v) => v === undefined)) throw new UsageError("lines update takes at least one flag: --name, --address, --setting, --credential, --default, --enable, --disable, --fallback, --no-fallback");
+        return print(await updateLine(app, ref!, parseInput(updateLineInput, patch)));
+      }
+      case "test": {
+        const [ref] = expectArgs(positionals, ["LINE"]);
+        const result = await testLine(app, ref!);
+        print(result);
+        if (!result.ok) process.exitCode = 1;
+        return;
+      }
+      default: {
+        const [ref] = expectArgs(positionals, ["LINE"]);
+        await deleteLine(app, ref!);
+        return print(`deleted ${ref}`);
+      }
+    }
+  });
+}
+
+/**
+ * `secrets rotate`: every stored secret opened with the old key (OLD_SECRET_KEY; on SQLite,
+ * without it, the secret.key beside the database; neither: the secrets are not sealed yet)
+ * and sealed again with SECRET_KEY. Nothing is written unless every one opens.
+ */
+async function secrets(args: string[]) {
+  const [sub, ...rest] = args;
+  if (sub !== "rotate") throw new UsageError(`unknown secrets command ${sub ? `"${sub}"` : "(none)"}; use rotate`);
+  expectArgs(rest, []);
+  const config = loadConfig();
+  if (!config.SECRET_KEY) throw new UsageError("secrets rotate needs SECRET_KEY: the new key (openssl rand -base64 32)");
+  const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+  try {
+    const file = isPostgresUrl(config.DATABASE_URL) || config.DATABASE_URL === ":memory:" ? undefined : secretKeyFile(config.DATABASE_URL);
+    const old = config.OLD_SECRET_KEY ?? (file && existsSync(file) ? readFileSync(file, "utf8") : undefined);
+    const from = createSecrets(old === undefined ? undefined : parseSecretKey(old));
+    const rewritten = await resealStored(storage, from, createSecrets(parseSecretKey(config.SECRET_KEY)));
+    print(`re-encrypted ${rewritten} stored secret(s) under SECRET_KEY; start every process with this SECRET_KEY now${file && existsSync(file) ? ` (and remove ${file})` : ""}`);
+  } finally {
+    await storage.close();
+  }
+}
+
 async function main(argv: string[]) {
   const [command, ...args] = argv;
   switch (command) {
     case "keys":
       return keys(args);
+    case "lines":
+      return lines(args);
+    case "secrets":
+      return secrets(args);
     case "webhooks":
       return webhooks(args);
     case "workflows":
@@ -366,12 +510,14 @@ async function main(argv: string[]) {
     case "chats":
       return chats(args);
     case "send": {
-      // To a phone (PHONE MESSAGE) or into a chat (--chat ID MESSAGE); a message may start with "-", so no option parser.
-      const chat = args[0] === "--chat";
-      const [to, message] = expectArgs(chat ? args.slice(1) : args, [chat ? "ID" : "PHONE", "MESSAGE"]);
+      // To a phone (PHONE MESSAGE) or into a chat (--chat ID MESSAGE), through --line LINE when the two are last; a message may start with "-", so no option parser.
+      const line = args.length >= 4 && args.at(-2) === "--line" ? args.at(-1) : undefined;
+      const given = line === undefined ? args : args.slice(0, -2);
+      const chat = given[0] === "--chat";
+      const [to, message] = expectArgs(chat ? given.slice(1) : given, [chat ? "ID" : "PHONE", "MESSAGE"]);
       const target = chat ? { chat_id: to } : { phone: to };
       return withApp(async (app) => {
-        const sent = await sendMessage(app, parseInput(sendInput(app.config.MAX_MESSAGE_LENGTH), { ...target, message }));
+        const sent = await sendMessage(app, parseInput(sendInput(app.config.MAX_MESSAGE_LENGTH), { ...target, message, line }));
         print({ success: true, message_id: sent.id, timestamp: sent.timestamp, status: sent.status });
       });
     }

@@ -42,6 +42,7 @@ function callerApi(app: App, createCaller: (ctx: Context, opts: { signal: AbortS
     contact: (input) => caller().contacts.get(input),
     react: (input) => caller().messages.react(input),
     cancel: (input) => caller().messages.cancel(input),
+    lines: () => caller().lines.list(),
   };
 }
 

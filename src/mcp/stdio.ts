@@ -18,6 +18,7 @@ export function remoteApi(client: TextwireClient, url: string): TextwireApi {
     contact: (input) => remote(() => client.contacts.get.query(input)),
     react: (input) => remote(() => client.messages.react.mutate(input)),
     cancel: (input) => remote(() => client.messages.cancel.mutate(input)),
+    lines: () => remote(() => client.lines.list.query()),
   };
 }
 

@@ -12,12 +12,14 @@ import { AppError, parseInput } from "../errors";
 import { ALL_SCOPES, type Scope } from "../vocabulary/scopes";
 import { historyContext } from "../generator/context";
 import { generateInput, generateOutput } from "../generator/schemas";
+import { lineSummary } from "../lines/schemas";
 import { contactRecord } from "../messages/contacts";
 import { conversationsInput, conversationsOutput } from "../messages/conversations";
 import {
   chatIdField,
   historyInput,
   historyOutput,
+  lineField,
   mediaInput,
   messageIdInput,
   messageRecord,
@@ -52,6 +54,7 @@ export interface TextwireApi {
   contact(input: Inputs["contacts"]["get"]): Promise<Outputs["contacts"]["get"]>;
   react(input: Inputs["messages"]["react"]): Promise<Outputs["messages"]["react"]>;
   cancel(input: Inputs["messages"]["cancel"]): Promise<Outputs["messages"]["cancel"]>;
+  lines(): Promise<Outputs["lines"]["list"]>;
 }
 
 /** How much of the conversation generate_reply gives the generator when no `context` is passed. */
@@ -76,7 +79,7 @@ const tool = <I extends z.ZodObject, O extends z.ZodObject>(spec: ToolSpec<I, O>
 const asResult = <S extends z.ZodObject>(record: S, description: string) => z.object(record.shape).meta({ description }) as unknown as S;
 const recordOutput = asResult(messageRecord, "The message record, as GET /api/messages/{phone} shows it.");
 
-/** The eight tools (docs/mcp.md); `maxMessageLength` is MAX_MESSAGE_LENGTH, as the send schema takes it. */
+/** The nine tools (docs/mcp.md); `maxMessageLength` is MAX_MESSAGE_LENGTH, as the send schema takes it. */
 function mcpTools(maxMessageLength: number) {
   const idField = messageIdInput.shape.id;
   const list = [
@@ -98,6 +101,7 @@ function mcpTools(maxMessageLength: number) {
           .optional()
           .meta({ description: "Up to 10 https URLs of files (images, video, audio, PDF) sent with the text; Textwire fetches and keeps each one (at most 25 MiB)." }),
         reply_to: sendInput(maxMessageLength).shape.reply_to,
+        line: lineField("The line to send through (its id or name, as list_lines shows them); left out, Textwire picks one: a reply's line, the contact's last line, iMessage when the phone has it, else the default.").optional(),
         send_at: sendAtSchema.optional().meta({
           description: "Send later: an ISO 8601 date-time after now and at most 1 year ahead (without a zone it is UTC). The message is stored scheduled; cancel_scheduled takes it back until then.",
           example: "2026-11-21T09:30:00Z",
@@ -216,6 +220,21 @@ function mcpTools(maxMessageLength: number) {
       scopes: ["messages:send"],
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
       run: async (api, { message_id, reaction }) => (await api.react({ id: message_id, reaction })).message,
+    }),
+    tool({
+      name: "list_lines",
+      title: "List the lines",
+      description:
+        "The numbers and accounts Textwire sends through (its lines): id, name, network (twilio, bluebubbles for iMessage, android, loopback), our address on it, " +
+        "whether it is the default and enabled, and what it can do. send_message takes a line's id or name as `line`.",
+      input: z.object({}),
+      output: z.object({ lines: z.array(lineSummary) }),
+      scopes: ["messages:read", "lines:manage"],
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      async run(api) {
+        const { lines } = await api.lines();
+        return { lines: lines.map(({ settings: _, webhook_url: __, ...line }) => line) };
+      },
     }),
     tool({
       name: "cancel_scheduled",

@@ -21,7 +21,7 @@ import { generateOutput, generateRequestInput } from "../../generator/schemas";
 import { generateReply } from "../../generator/service";
 import { idempotencyKeyHeader, idempotentMutation } from "../idempotency";
 import { BODY_ERRORS, READ_ERRORS } from "../error-responses";
-import { requireScope, requireWrite } from "../../auth/policy";
+import { lineRefusal, requireScope, requireWrite } from "../../auth/policy";
 import { authedProcedure, scoped, documentedOnly, router } from "../trpc";
 
 const tags = ["messages"];
@@ -251,5 +251,11 @@ export const messagesRouter = (maxMessageLength: number) =>
     get: scoped("messages:read")
       .input(messageIdInput)
       .output(documentedOnly(messageOutput))
-      .query(async ({ ctx, input }) => ({ success: true, message: await currentRecord(ctx.app.storage, input.id) })),
+      .query(async ({ ctx, input }) => {
+        const message = await currentRecord(ctx.app.storage, input.id);
+        // A key limited to lines reads only the messages on them.
+        const refused = lineRefusal(ctx.key, message.line_id);
+        if (refused) throw refused;
+        return { success: true, message };
+      }),
   });
