@@ -102,29 +102,29 @@ function tryDriver(row: Pick<LineRow, "id" | "network" | "managed" | "address">,
 async function commit(
   deps: LinesDeps,
   type: "line.created" | "line.updated",
-  built: Pick<Line, "settings" | "driver">,
+  built: Pick<Line, "settings" | "driver"> & { enabled: boolean; label: string },
   write: (tx: Repositories) => Promise<LineRow | undefined>,
 ): Promise<Line> {
+  // Registered before anything is stored: a line whose network refuses its webhooks is not kept half-made (502, nothing changed).
+  await registerWebhooks(built.driver, built.enabled, built.label);
   const row = await deps.storage.transaction(async (tx) => {
     const written = await write(tx);
     if (!written) throw new AppError("NOT_FOUND", "no such line");
-    const record = toLineRecord({ row: written, ...built }, deps.lines, deps.config);
+    const record = toLineRecord({ row: written, settings: built.settings, driver: built.driver }, deps.lines, deps.config);
     // The registry has not seen this change yet: the mark is as written (the environment's line keeps it while no line took it).
     record.default = written.isDefault || (written.id === DEFAULT_LINE_ID && deps.lines.default().row.id === DEFAULT_LINE_ID);
     await tx.events.append(type, { data: { ...record, actor_key_id: deps.actorKeyId ?? null } });
     return written;
   });
   await deps.lines.refresh();
-  const line = deps.lines.get(row.id);
-  await registerWebhooks(deps, line);
-  return line;
+  return deps.lines.get(row.id);
 }
 
-/** Networks whose webhooks are registered through their API (Android) get this line's URL, again on every change and test (the same ids replace). */
-async function registerWebhooks(deps: Pick<LinesDeps, "log">, line: Line): Promise<void> {
-  if (!line.driver.register || !line.row.enabled) return;
-  await line.driver.register().catch((err) => {
-    throw new AppError("BAD_GATEWAY", `line ${line.row.name}: the ${line.row.network} network did not take the webhook registration: ${errorText(err)}`);
+/** Networks whose webhooks are registered through their API (Android) get the line's URL, again on every change and test (the same ids replace). */
+async function registerWebhooks(driver: Line["driver"], enabled: boolean, label: string): Promise<void> {
+  if (!driver.register || !enabled) return;
+  await driver.register().catch((err) => {
+    throw new AppError("BAD_GATEWAY", `line ${label}: the network did not take the webhook registration: ${errorText(err)}`);
   });
 }
 
@@ -138,7 +138,7 @@ export async function createLine(deps: LinesDeps, input: CreateLineInput): Promi
   if (deps.lines.find(input.name)) throw new AppError("CONFLICT", `name: a line named ${input.name} exists`);
   const id = `ln_${Bun.randomUUIDv7().replaceAll("-", "").slice(-16)}`;
   const driver = tryDriver({ id, network: input.network, managed: "api", address }, settings, credentials, deps);
-  const line = await commit(deps, "line.created", { settings, driver }, async (tx) => {
+  const line = await commit(deps, "line.created", { settings, driver, enabled: input.enabled ?? true, label: input.name }, async (tx) => {
     if (input.default) await tx.lines.clearDefault();
     const row = await tx.lines.insert({
       id,
@@ -191,7 +191,7 @@ export async function updateLine(deps: LinesDeps, ref: string, input: UpdateLine
     settings: JSON.stringify(settings),
     credentials: row.managed === "env" ? null : deps.secrets.seal(JSON.stringify(merged)),
   };
-  const updated = await commit(deps, "line.updated", { settings, driver }, async (tx) => {
+  const updated = await commit(deps, "line.updated", { settings, driver, enabled: patch.enabled, label: patch.name }, async (tx) => {
     if (input.default) await tx.lines.clearDefault();
     return tx.lines.update(row.id, patch);
   });
