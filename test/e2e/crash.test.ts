@@ -149,7 +149,7 @@ test(
         .map((c) => c.name)
         .sort();
       // The test writes rows the way the server stores a send; it needs these columns.
-      expect(columns).toEqual(["body", "chat_id", "direction", "edit_count", "edited_at", "error", "id", "media_count", "network", "network_id", "opt_out_type", "phone", "reaction_count", "read_at", "reply_to", "send_at", "status", "timestamp", "unsent_at", "updated_at"]);
+      expect(columns).toEqual(["body", "chat_id", "direction", "edit_count", "edited_at", "error", "id", "line_id", "media_count", "network", "network_id", "opt_out_type", "phone", "reaction_count", "read_at", "reply_to", "send_at", "status", "timestamp", "unsent_at", "updated_at"]);
       const insert = "INSERT INTO messages (id, phone, body, direction, status, timestamp, network, network_id, error, updated_at) VALUES (?, ?, ?, 'outbound', 'queued', ?, 'loopback', NULL, NULL, ?)";
       await file.run(insert, stale.id, LOAD_PHONES[0] as string, "cut off three minutes ago", stale.at, stale.at);
       await file.run(insert, fresh.id, LOAD_PHONES[0] as string, "cut off thirty seconds ago", fresh.at, fresh.at);
