@@ -391,6 +391,26 @@ const TAGS = [
   { name: "health", description: "Health, liveness and readiness for load balancers and orchestrators." },
 ];
 
+/** Every line's own webhook (docs/lines.md), whatever its network: the body is that network's. */
+const LINE_WEBHOOKS: Record<string, Json> = {
+  "/webhooks/lines/{id}": {
+    post: {
+      operationId: "webhooks-line",
+      tags: ["webhooks"],
+      summary: "A line's network: inbound messages and delivery reports",
+      description:
+        "The `webhook_url` of a line added through /api/lines: its network posts here as it posts to `/webhooks/{network}` for the environment's line (Twilio's form, with `/status` for delivery reports; BlueBubbles' JSON with `?secret=`; SMS Gateway for Android's signed JSON), checked with that line's own credentials. What it reports is stored on that line.",
+      security: [],
+      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" }, description: "The line's id (`ln_…`)." }],
+      requestBody: { required: true, content: { "application/json": { schema: { type: "object" } }, "application/x-www-form-urlencoded": { schema: { type: "object" } } } },
+      responses: {
+        "200": { description: "Taken (or ignored), answered as the line's network expects.", headers: REQUEST_ID },
+        ...webhookErrors({ 400: "A body the network's format does not allow.", 401: "The signature, secret or timestamp is missing or wrong for this line.", 404: "No line with this id, or its network posts no webhooks (loopback).", 429: "Too many failed signatures from this address." }),
+      },
+    },
+  },
+};
+
 /** The OpenAPI 3.1 document of every REST route, built once from the router (and the network's webhooks). */
 export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
   const doc = generateDocument(router, network);
@@ -427,7 +447,7 @@ export function buildOpenApiDocument(router: AppRouter, network = "loopback") {
       if (!param.description && typeof schema?.description === "string") param.description = schema.description;
     }
   }
-  Object.assign(paths, MEDIA_PATHS, { "/health": healthPath("health"), "/health/live": healthPath("live"), "/health/ready": healthPath("ready") }, NETWORK_WEBHOOKS[network] ?? {});
+  Object.assign(paths, MEDIA_PATHS, { "/health": healthPath("health"), "/health/live": healthPath("live"), "/health/ready": healthPath("ready") }, NETWORK_WEBHOOKS[network] ?? {}, LINE_WEBHOOKS);
   const components = (doc.components ?? {}) as Json;
   const schemas = Object.fromEntries(Object.entries((components.schemas ?? {}) as Json).filter(([name]) => !name.startsWith("error.")));
   components.schemas = { ...schemas, ...ERROR_SCHEMAS, Health: HEALTH_STATUS };

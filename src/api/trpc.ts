@@ -65,7 +65,9 @@ const authenticated = t.middleware(({ ctx, next, path }) => {
  * The procedures a key limited to lines may call: each checks the line it sends through or
  * reads (the send path and history and poll in src/messages/service.ts; lines lists only the key's).
  */
-const LINE_AWARE = new Set(["messages.send", "messages.generate", "messages.get", "messages.history", "messages.poll", "lines.list", "lines.get", "lines.route", "system.info", "network.get"]);
+const LINE_AWARE = new Set(["messages.send", "messages.generate", "messages.get", "messages.history", "messages.poll", "lines.list", "lines.get", "lines.route", "system.info", "network.get",
+  // Keys made by a key limited to lines are limited to them too (src/auth/policy.ts: never wider).
+  "keys.create", "keys.list", "keys.revoke"]);
 
 /** Authenticated, with no scope checked here: the procedure asks the policy itself (its scope depends on its input). */
 export const authedProcedure = t.procedure.use(authenticated);

@@ -12,7 +12,7 @@ import type { FloorStore, MediaValues, ReactionValues, RecordValues } from "./fl
 
 /** The database's clock in µs, read when evaluated (src/db/sql.ts PG_NOW_US). */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`;
-const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at, reaction_count, read_at, edited_at, unsent_at";
+const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at, reaction_count, read_at, edited_at, unsent_at, line_id";
 
 type Query = { name: string; text: string };
 const q = (name: string, text: string): Query => ({ name, text });
@@ -46,7 +46,7 @@ const BY_ID = q("floor.get", `SELECT ${RECORD} FROM messages WHERE id = $1`);
 const HISTORY = q(
   "floor.history",
   `SELECT m.id, m.phone, m.body, m.direction, m.status, m.timestamp, m.error, m.reply_to, m.media_count, m.send_at,
-     m.reaction_count, m.read_at, m.edited_at, m.unsent_at, c.total
+     m.reaction_count, m.read_at, m.edited_at, m.unsent_at, m.line_id, c.total
    FROM (SELECT coalesce((SELECT messages FROM contacts WHERE phone = $1), 0) AS total) c
    LEFT JOIN LATERAL (
      SELECT ${RECORD} FROM messages WHERE phone = $1 AND chat_id IS NULL ORDER BY timestamp DESC, id DESC LIMIT $2 OFFSET $3
@@ -131,7 +131,7 @@ export async function openPostgresStore(url: string, poolSize: number): Promise<
 
     async history(phone, limit, offset) {
       const page = await rows<[...RecordValues, number]>(HISTORY, [phone, limit, offset]);
-      const total = page[0]?.[14] ?? 0;
+      const total = page[0]?.[15] ?? 0;
       if (page[0]?.[0] == null) return { rows: [], total };
       for (const row of page) row.pop();
       return { rows: page as unknown as RecordValues[], total };

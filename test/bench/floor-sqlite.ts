@@ -8,7 +8,7 @@ import { microClock } from "../../src/vocabulary/time";
 import type { FloorStore, MediaValues, ReactionValues, RecordValues } from "./floor";
 
 /** What a message record shows, in RecordValues order. */
-const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at, reaction_count, read_at, edited_at, unsent_at";
+const RECORD = "id, phone, body, direction, status, timestamp, error, reply_to, media_count, send_at, reaction_count, read_at, edited_at, unsent_at, line_id";
 
 /** Opened, migrated and checked as Textwire opens it (src/db/sqlite/open.ts). */
 export function openSqliteStore(url: string): FloorStore {

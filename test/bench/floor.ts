@@ -73,6 +73,7 @@ export type RecordValues = [
   readAt: number | null,
   editedAt: number | null,
   unsentAt: number | null,
+  lineId: string,
 ];
 
 /** A message's file as its record shows it: id, content type, size. */
@@ -264,7 +265,7 @@ function recordJson(r: RecordValues, media: Files, reactions: Reactions): string
   const sendAt = r[9] === null ? "" : `,"send_at":"${isoTime(r[9] * 1000)}"`;
   const files = r[8] > 0 ? (media?.get(r[0]) ?? []).map(mediaJson).join(",") : "";
   const standing = r[10] > 0 ? (reactions?.get(r[0]) ?? []).map(reactionJson).join(",") : "";
-  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}],"reactions":[${standing}],"read_at":${msTime(r[11])},"edited_at":${msTime(r[12])},"unsent_at":${msTime(r[13])},"chat_id":${str(directChatId(r[1]))}${error}${sendAt}}`;
+  return `{"id":${str(r[0])},"phone":${str(r[1])},"message":${str(r[2])},"direction":${str(r[3])},"timestamp":"${isoTime(r[5])}","status":${str(r[4])},"reply_to":${r[7] === null ? "null" : str(r[7])},"media":[${files}],"reactions":[${standing}],"read_at":${msTime(r[11])},"edited_at":${msTime(r[12])},"unsent_at":${msTime(r[13])},"chat_id":${str(directChatId(r[1]))},"line_id":${str(r[14])}${error}${sendAt}}`;
 }
 
 /** The records of a page, its files and its reactions each read in one query only when a message has some. */

@@ -934,7 +934,7 @@ describe("fuzz: hostile requests on every route", () => {
     expect(history.json.limit).toBe(50);
     expect(history.json.offset).toBe(0);
     expect(history.json.messages).toHaveLength(1);
-    expect(Object.keys(history.json.messages[0]).sort()).toEqual(["chat_id", "direction", "edited_at", "id", "media", "message", "phone", "reactions", "read_at", "reply_to", "status", "timestamp", "unsent_at"]);
+    expect(Object.keys(history.json.messages[0]).sort()).toEqual(["chat_id", "direction", "edited_at", "id", "line_id", "media", "message", "phone", "reactions", "read_at", "reply_to", "status", "timestamp", "unsent_at"]);
     expect(history.text).not.toContain(MARK);
 
     const poll = await call(server, "GET", `/api/messages/poll?phone=${encodeURIComponent(KNOWN_PHONES[0] as string)}`);

@@ -13,7 +13,7 @@ import { newApiKey, ROOT, runCli, startServer, type Server } from "./harness";
 setDefaultTimeout(30_000);
 
 const ALLOWED_ORIGIN = "http://agents.example.test";
-const TOOLS = ["send_message", "get_history", "poll_inbound", "list_conversations", "generate_reply", "get_contact", "react", "cancel_scheduled"];
+const TOOLS = ["send_message", "get_history", "poll_inbound", "list_conversations", "generate_reply", "get_contact", "react", "list_lines", "cancel_scheduled"];
 
 const model = startFakeOpenAI();
 let twilio: FakeTwilio;
@@ -87,12 +87,12 @@ async function refusal(client: Client, name: string, args: Record<string, unknow
 const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
 
 describe("tools/list", () => {
-  test("the eight tools, each with input and output schemas, arguments as documented, and hints", async () => {
+  test("the nine tools, each with input and output schemas, arguments as documented, and hints", async () => {
     const { tools } = await (await mcp()).listTools();
     expect(tools.map((t) => t.name)).toEqual(TOOLS);
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     const args = (name: string) => Object.keys(byName[name]!.inputSchema.properties ?? {});
-    expect(args("send_message")).toEqual(["phone", "chat_id", "message", "media_urls", "reply_to", "send_at", "idempotency_key"]);
+    expect(args("send_message")).toEqual(["phone", "chat_id", "message", "media_urls", "reply_to", "line", "send_at", "idempotency_key"]);
     expect(args("get_history")).toEqual(["phone", "limit", "offset"]);
     expect(args("poll_inbound")).toEqual(["since", "phone", "limit"]);
     expect(args("list_conversations")).toEqual(["query", "limit"]);
@@ -100,6 +100,7 @@ describe("tools/list", () => {
     expect(args("get_contact")).toEqual(["phone"]);
     expect(args("react")).toEqual(["message_id", "reaction"]);
     expect(args("cancel_scheduled")).toEqual(["message_id"]);
+    expect(args("list_lines")).toEqual([]);
     expect(byName.send_message!.inputSchema.required).toEqual(["message"]);
     expect(byName.generate_reply!.inputSchema.required).toEqual(["phone"]);
     expect(byName.get_history!.inputSchema.properties!.limit).toMatchObject({ type: "integer", minimum: 1, default: 50 });
@@ -110,7 +111,7 @@ describe("tools/list", () => {
     }
     expect(Object.keys(byName.poll_inbound!.outputSchema!.properties!)).toEqual(["messages", "has_more", "next_since"]);
     expect(Object.keys(byName.get_history!.outputSchema!.properties!)).toEqual(expect.arrayContaining(["messages", "total"]));
-    for (const name of ["get_history", "poll_inbound", "list_conversations", "get_contact"]) expect(byName[name]!.annotations?.readOnlyHint).toBe(true);
+    for (const name of ["get_history", "poll_inbound", "list_conversations", "get_contact", "list_lines"]) expect(byName[name]!.annotations?.readOnlyHint).toBe(true);
     for (const name of ["send_message", "generate_reply", "react", "cancel_scheduled"]) expect(byName[name]!.annotations?.readOnlyHint).toBe(false);
     expect(byName.send_message!.annotations).toMatchObject({ destructiveHint: true, idempotentHint: false, openWorldHint: true });
     expect(byName.cancel_scheduled!.annotations?.destructiveHint).toBe(true);
@@ -238,7 +239,7 @@ describe("refusals are results with isError and the API's message", () => {
     expect(await refusal(client, "send_message", { message: "hi" })).toBe("phone: is required (or chat_id: exactly one of the two)");
     expect(await refusal(client, "send_message", { phone: newPhone(), chat_id: "grp_x", message: "hi" })).toBe("chat_id: cannot be given with phone: give exactly one of phone and chat_id");
     // The session goes on.
-    expect((await client.listTools()).tools).toHaveLength(8);
+    expect((await client.listTools()).tools).toHaveLength(9);
   });
 
   test("a contact that replied STOP is not texted, and nothing is stored", async () => {
@@ -307,7 +308,7 @@ describe("HTTP: keys, rate limits, Origin, methods", () => {
     const withoutKey = await post(server, { origin: "http://evil.example.test" }, null);
     expect(withoutKey.status).toBe(403);
     const allowed = await connect(server, { headers: { Origin: ALLOWED_ORIGIN } });
-    expect((await allowed.listTools()).tools).toHaveLength(8);
+    expect((await allowed.listTools()).tools).toHaveLength(9);
   });
 
   test("stateless: no session id; GET and DELETE are 405 with Allow: POST", async () => {

@@ -120,7 +120,7 @@ describe("a key made with messages:read alone reads, and is refused every write,
   test("MCP: tools/list shows only the tools it may call; a write tool is refused naming the scope", async () => {
     const client = await mcp(reader);
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
-    expect(names).toEqual(["get_contact", "get_history", "list_conversations", "poll_inbound"]);
+    expect(names).toEqual(["get_contact", "get_history", "list_conversations", "list_lines", "poll_inbound"]);
     expect((await client.callTool({ name: "get_history", arguments: { phone: known } })).isError).toBeFalsy();
     const before = await total(known);
     const sent = await client.callTool({ name: "send_message", arguments: { phone: known, message: "no", idempotency_key: "k1" } });
@@ -298,6 +298,6 @@ describe("drafts:write (supervised replies come later): it may write a reply, no
     const generated = await call<any>(server, "POST", "/api/generate", { key: drafter, body: { phone, context: [{ role: "user", content: "hi" }] } });
     expect(generated.status).toBe(503);
     const client = await mcp(drafter);
-    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["generate_reply", "get_contact", "get_history", "list_conversations", "poll_inbound"]);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["generate_reply", "get_contact", "get_history", "list_conversations", "list_lines", "poll_inbound"]);
   });
 });

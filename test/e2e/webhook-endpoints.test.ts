@@ -379,7 +379,7 @@ describe("GET /api/events", () => {
     const e = await eventOf("message.received", m.message_id);
     expect(e.id).toMatch(/^evt_[0-9a-f]{32}$/);
     expectTimestamp(e.timestamp);
-    expect(e.data).toEqual({ id: m.message_id, phone, message: "hello events", direction: "inbound", timestamp: m.timestamp, status: "received", reply_to: null, media: [], reactions: [], read_at: null, edited_at: null, unsent_at: null, chat_id: `dm_${phone.slice(1)}` });
+    expect(e.data).toEqual({ id: m.message_id, phone, message: "hello events", direction: "inbound", timestamp: m.timestamp, status: "received", reply_to: null, media: [], reactions: [], read_at: null, edited_at: null, unsent_at: null, chat_id: `dm_${phone.slice(1)}`, line_id: "ln_default" });
   });
 
   test("a send is a message.status_updated event with previous_status; no message.received for it", async () => {
