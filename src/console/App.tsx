@@ -5,6 +5,7 @@ import { ErrorAlert } from "./components/error-alert";
 import { useLiveUpdates } from "./live";
 import { ConversationsPage } from "./pages/conversations";
 import { KeysPage } from "./pages/keys";
+import { LinesPage } from "./pages/lines";
 import { WebhooksPage } from "./pages/webhooks";
 import { WorkflowsPage } from "./pages/workflows";
 import { SignIn } from "./sign-in";
@@ -14,6 +15,7 @@ import { createConsoleClient, createQueryClient, TRPCProvider } from "./trpc";
 const PAGES = [
   { path: "/conversations", label: "Conversations" },
   { path: "/workflows", label: "Workflows" },
+  { path: "/lines", label: "Lines" },
   { path: "/webhooks", label: "Webhooks" },
   { path: "/keys", label: "Keys" },
 ] as const;
@@ -33,7 +35,7 @@ function NavLink({ path, label }: { path: string; label: string }) {
   );
 }
 
-/** Navigation, "Sign out", live updates and the four pages (inside the tRPC providers). */
+/** Navigation, "Sign out", live updates and the pages (inside the tRPC providers). */
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const liveError = useLiveUpdates();
   const [signOutError, setSignOutError] = useState<unknown>(null);
@@ -73,6 +75,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           <Route path="/conversations/group/:chat" component={ConversationsPage} />
           <Route path="/conversations/:phone?" component={ConversationsPage} />
           <Route path="/workflows" component={WorkflowsPage} />
+          <Route path="/lines" component={LinesPage} />
           <Route path="/webhooks" component={WebhooksPage} />
           <Route path="/keys" component={KeysPage} />
           <Route>
