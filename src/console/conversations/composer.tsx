@@ -17,11 +17,24 @@ export function Composer({ to, optedOut = false }: { to: { phone: string } | { c
   const phone = "phone" in to ? to.phone : undefined;
   // A line chosen, then disabled or deleted: routing picks again.
   const chosen = lines?.find((l) => l.id === lineId && l.enabled);
-  const { text, setText, mutation: send, submit } = useMessageForm(chosen ? { ...to, line: chosen.id } : to, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
+  const {
+    text,
+    setText,
+    mutation: send,
+    submit,
+  } = useMessageForm(chosen ? { ...to, line: chosen.id } : to, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
   return (
     <form onSubmit={submit}>
       <fieldset role="group" disabled={optedOut} aria-describedby={optedOut ? noteId : undefined}>
-        <input name="message" aria-label="Message" placeholder="Message" autoComplete="off" required value={text} onChange={(event) => setText(event.target.value)} />
+        <input
+          name="message"
+          aria-label="Message"
+          placeholder="Message"
+          autoComplete="off"
+          required
+          value={text}
+          onChange={(event) => setText(event.target.value)}
+        />
         <button type="submit" aria-busy={send.isPending}>
           Send
         </button>
@@ -34,12 +47,24 @@ export function Composer({ to, optedOut = false }: { to: { phone: string } | { c
 }
 
 /** "Line": Automatic (the line routing picks now, lines.route) or any enabled line; beside it, the line the send will take and why. */
-function LineChoice({ phone, lines, value, onChange, disabled }: { phone: string; lines: Line[]; value: string; onChange: (id: string) => void; disabled: boolean }) {
+function LineChoice({
+  phone,
+  lines,
+  value,
+  onChange,
+  disabled,
+}: {
+  phone: string;
+  lines: Line[];
+  value: string;
+  onChange: (id: string) => void;
+  disabled: boolean;
+}) {
   const trpc = useTRPC();
   const routeId = useId();
   const route = useQuery(trpc.lines.route.queryOptions({ phone }));
   const picked = route.data;
-  const reroutedFrom = picked?.rerouted_from ? lines.find((l) => l.id === picked.rerouted_from)?.name ?? picked.rerouted_from : null;
+  const reroutedFrom = picked?.rerouted_from ? (lines.find((l) => l.id === picked.rerouted_from)?.name ?? picked.rerouted_from) : null;
   const chosen = lines.find((l) => l.id === value);
   return (
     <div className="line-choice">

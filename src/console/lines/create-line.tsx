@@ -46,11 +46,13 @@ export function CreateLine({ lines }: { lines: Line[] }) {
       <h2 id={headingId}>New line</h2>
       <form onSubmit={submit}>
         <div className="grid">
-          <label>
-            Name
-            <input name="name" required autoComplete="off" pattern="[a-z0-9\-]{1,40}" aria-describedby={nameHintId} />
+          <div>
+            <label>
+              Name
+              <input name="name" required autoComplete="off" pattern="[a-z0-9\-]{1,40}" aria-describedby={nameHintId} />
+            </label>
             <small id={nameHintId}>1 to 40 lowercase letters, digits or "-", e.g. support.</small>
-          </label>
+          </div>
           <label>
             Network
             <select name="network" value={network} onChange={(e) => isNetwork(e.target.value) && setNetwork(e.target.value)}>
@@ -63,8 +65,8 @@ export function CreateLine({ lines }: { lines: Line[] }) {
         <label>
           Address
           <input name="address" autoComplete="off" aria-describedby={addressHintId} required={network === "twilio"} />
-          <small id={addressHintId}>Our number on this line in E.164 (+14155550100), or the iMessage account's handle.</small>
         </label>
+        <small id={addressHintId}>Our number on this line in E.164 (+14155550100), or the iMessage account's handle.</small>
         <NetworkFields key={network} network={network} />
         <FallbackSelect lines={lines} />
         <label>

@@ -52,7 +52,13 @@ export function EditLineDialog({ line, lines, onClose }: { line: Line; lines: Li
           Enabled
         </label>
         <label>
-          <input type="checkbox" name="default" defaultChecked={line.default} disabled={line.default} aria-describedby={line.default ? defaultHintId : undefined} />
+          <input
+            type="checkbox"
+            name="default"
+            defaultChecked={line.default}
+            disabled={line.default}
+            aria-describedby={line.default ? defaultHintId : undefined}
+          />
           Default line
         </label>
         {line.default && <small id={defaultHintId}>This is the default line: make another line default to move the mark.</small>}

@@ -1,4 +1,4 @@
-import { useId } from "react";
+import { Fragment, useId } from "react";
 import type { LineNetwork } from "../../vocabulary/lines";
 import { NETWORK_FORMS, type Line } from "./line";
 
@@ -10,7 +10,8 @@ import { NETWORK_FORMS, type Line } from "./line";
 export function NetworkFields({ network, line }: { network: LineNetwork; line?: Line }) {
   const id = useId();
   const fields = NETWORK_FORMS[network] as readonly (typeof NETWORK_FORMS)[LineNetwork][number][];
-  if (fields.length === 0) return <p>A loopback line needs no settings: it sends nowhere and takes inbound messages from the console or POST /webhooks/loopback.</p>;
+  if (fields.length === 0)
+    return <p>A loopback line needs no settings: it sends nowhere and takes inbound messages from the console or POST /webhooks/loopback.</p>;
   return (
     <fieldset>
       <legend>{network} settings</legend>
@@ -21,29 +22,31 @@ export function NetworkFields({ network, line }: { network: LineNetwork; line?: 
         const name = `${field.in}.${field.name}`;
         const stored = line?.settings[field.name];
         return (
-          <label key={name}>
-            {field.label}
-            {field.in === "credentials" ? (
-              <input name={name} type="password" autoComplete="new-password" required={!line} aria-describedby={described} />
-            ) : field.options ? (
-              <select name={name} defaultValue={typeof stored === "string" ? stored : ""} aria-describedby={described}>
-                <option value="">Not set</option>
-                {field.options.map((option) => (
-                  <option key={option}>{option}</option>
-                ))}
-              </select>
-            ) : (
-              <input
-                name={name}
-                type={field.kind}
-                required={field.required}
-                autoComplete="off"
-                defaultValue={stored === undefined || stored === null ? "" : String(stored)}
-                aria-describedby={described}
-              />
-            )}
+          <Fragment key={name}>
+            <label>
+              {field.label}
+              {field.in === "credentials" ? (
+                <input name={name} type="password" autoComplete="new-password" required={!line} aria-describedby={described} />
+              ) : field.options ? (
+                <select name={name} defaultValue={typeof stored === "string" ? stored : ""} aria-describedby={described}>
+                  <option value="">Not set</option>
+                  {field.options.map((option) => (
+                    <option key={option}>{option}</option>
+                  ))}
+                </select>
+              ) : (
+                <input
+                  name={name}
+                  type={field.kind}
+                  required={field.required}
+                  autoComplete="off"
+                  defaultValue={stored === undefined || stored === null ? "" : String(stored)}
+                  aria-describedby={described}
+                />
+              )}
+            </label>
             {hint && <small id={hintId}>{hint}</small>}
-          </label>
+          </Fragment>
         );
       })}
     </fieldset>
@@ -68,19 +71,21 @@ export function readNetworkFields(form: HTMLFormElement, network: LineNetwork): 
 export function FallbackSelect({ lines, self, value }: { lines: Line[]; self?: string; value?: string | null }) {
   const hintId = useId();
   return (
-    <label>
-      Fallback
-      <select name="fallback" defaultValue={value ?? ""} aria-describedby={hintId}>
-        <option value="">None</option>
-        {lines
-          .filter((line) => line.id !== self)
-          .map((line) => (
-            <option key={line.id} value={line.id}>
-              {line.name} ({line.network})
-            </option>
-          ))}
-      </select>
+    <>
+      <label>
+        Fallback
+        <select name="fallback" defaultValue={value ?? ""} aria-describedby={hintId}>
+          <option value="">None</option>
+          {lines
+            .filter((line) => line.id !== self)
+            .map((line) => (
+              <option key={line.id} value={line.id}>
+                {line.name} ({line.network})
+              </option>
+            ))}
+        </select>
+      </label>
       <small id={hintId}>Where a send goes once when this line cannot reach the contact (not on iMessage, the server refusing connections).</small>
-    </label>
+    </>
   );
 }

@@ -39,8 +39,8 @@ export function LineSection({ line, lines }: { line: Line; lines: Line[] }) {
         {fromEnv && (
           <p>
             <small>
-              This line comes from the environment (<code>NETWORK</code> and its variables): change it there and restart. Here it can only be made the
-              default line.
+              This line comes from the environment (<code>NETWORK</code> and its variables): change it there and restart. Here it can only be made the default
+              line.
             </small>
           </p>
         )}
@@ -49,7 +49,13 @@ export function LineSection({ line, lines }: { line: Line; lines: Line[] }) {
             Test
           </button>
           {!line.default && (
-            <button type="button" className="secondary" aria-busy={update.isPending} disabled={update.isPending} onClick={() => update.mutate({ id: line.id, default: true })}>
+            <button
+              type="button"
+              className="secondary"
+              aria-busy={update.isPending}
+              disabled={update.isPending}
+              onClick={() => update.mutate({ id: line.id, default: true })}
+            >
               Make default
             </button>
           )}
@@ -58,7 +64,13 @@ export function LineSection({ line, lines }: { line: Line; lines: Line[] }) {
               <button type="button" className="secondary" onClick={() => setDialog("edit")}>
                 Edit
               </button>
-              <button type="button" className="secondary" aria-busy={update.isPending} disabled={update.isPending} onClick={() => update.mutate({ id: line.id, enabled: !line.enabled })}>
+              <button
+                type="button"
+                className="secondary"
+                aria-busy={update.isPending}
+                disabled={update.isPending}
+                onClick={() => update.mutate({ id: line.id, enabled: !line.enabled })}
+              >
                 {line.enabled ? "Disable" : "Enable"}
               </button>
               <button type="button" className="secondary" onClick={() => setDialog("delete")}>

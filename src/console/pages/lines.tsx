@@ -11,7 +11,10 @@ export function LinesPage() {
   return (
     <>
       <h1>Lines</h1>
-      <p>Each line is one number or account on one network. A send goes through the line routing picks: the one asked for, the line answered, the contact's last line, iMessage for a new contact that has it, else the default line.</p>
+      <p>
+        Each line is one number or account on one network. A send goes through the line routing picks: the one asked for, the line answered, the contact's last
+        line, iMessage for a new contact that has it, else the default line.
+      </p>
       {lines.isPending ? (
         <p aria-busy="true">Loading lines…</p>
       ) : lines.isError ? (
