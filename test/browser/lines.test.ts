@@ -202,7 +202,7 @@ describe("lines", () => {
     assert.equal(sent?.message, "Yes, until 6 pm.");
     assert.equal(sent?.line_id, sales.id);
     // Now the contact sticks to sales: Automatic says so.
-    await choice.selectOption({ label: "Automatic (sales)", timeout: UI_MS });
+    await choice.selectOption({ label: "Automatic (sales)" }, { timeout: UI_MS });
     await waitForText(page.getByRole("status").filter({ hasText: /^Via / }), /Via sales: sticky/);
     await assertAccessible(page, "a conversation with several lines");
   });
