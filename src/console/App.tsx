@@ -5,6 +5,7 @@ import { ErrorAlert } from "./components/error-alert";
 import { useLiveUpdates } from "./live";
 import { ConversationsPage } from "./pages/conversations";
 import { KeysPage } from "./pages/keys";
+import { LinesPage } from "./pages/lines";
 import { WebhooksPage } from "./pages/webhooks";
 import { WorkflowsPage } from "./pages/workflows";
 import { SignIn } from "./sign-in";
@@ -16,6 +17,7 @@ import { createConsoleClient, createQueryClient, TRPCProvider } from "./trpc";
 const PAGES = [
   { path: "/conversations", label: "Conversations", scope: "messages:read" },
   { path: "/workflows", label: "Workflows", scope: "workflows:manage" },
+  { path: "/lines", label: "Lines", scope: "lines:manage" },
   { path: "/webhooks", label: "Webhooks", scope: "webhooks:manage" },
   { path: "/keys", label: "Keys", scope: "keys:manage" },
 ] as const;
@@ -35,7 +37,7 @@ function NavLink({ path, label }: { path: string; label: string }) {
   );
 }
 
-/** Navigation, "Sign out", live updates and the four pages (inside the tRPC providers). */
+/** Navigation, "Sign out", live updates and the pages (inside the tRPC providers). */
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const liveError = useLiveUpdates();
   const may = useMay();
@@ -76,6 +78,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           <Route path="/conversations/group/:chat" component={ConversationsPage} />
           <Route path="/conversations/:phone?" component={ConversationsPage} />
           {may("workflows:manage") && <Route path="/workflows" component={WorkflowsPage} />}
+          {may("lines:manage") && <Route path="/lines" component={LinesPage} />}
           {may("webhooks:manage") && <Route path="/webhooks" component={WebhooksPage} />}
           {may("keys:manage") && <Route path="/keys" component={KeysPage} />}
           <Route>

@@ -2,12 +2,12 @@ import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-quer
 import { useCallback, useEffect, useState } from "react";
 import { useTRPC } from "./trpc";
 
-/** Refetches what shows messages: the conversation list, the groups, the open thread (history) and its contact's opt-out. */
+/** Refetches what shows messages: the conversation list, the groups, the open thread (history), its contact's opt-out and where a send to it would go. */
 export function useRefreshMessages(): () => void {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   return useCallback(() => {
-    for (const queryKey of [trpc.conversations.list.pathKey(), trpc.chats.pathKey(), trpc.messages.pathKey(), trpc.contacts.pathKey()]) {
+    for (const queryKey of [trpc.conversations.list.pathKey(), trpc.chats.pathKey(), trpc.messages.pathKey(), trpc.contacts.pathKey(), trpc.lines.route.pathKey()]) {
       void queryClient.invalidateQueries({ queryKey });
     }
   }, [trpc, queryClient]);
@@ -17,7 +17,7 @@ const POLL_MS = 2000;
 
 /**
  * Live updates: polls events.list every 2 s with its cursor (the last event's timestamp) and
- * refreshes the messages when events come, the workflows too on a failed run. Events are
+ * refreshes the messages when events come, the workflows too on a failed run, the lines on a line's change. Events are
  * kept 30 days, so rather than read them all the cursor starts at the newest message
  * (conversations.list puts it first; event and message times share the database's clock)
  * and skips pages while more follow: one refresh per last page also covers what changed
@@ -49,6 +49,7 @@ export function useLiveUpdates(): unknown {
     if (!page.has_more) {
       refresh();
       if (page.events.some((event) => event.type === "workflow.run_failed")) void queryClient.invalidateQueries({ queryKey: trpc.workflows.pathKey() });
+      if (page.events.some((event) => event.type.startsWith("line."))) void queryClient.invalidateQueries({ queryKey: trpc.lines.pathKey() });
     }
     setCursor({ since: last.timestamp });
   }, [page, refresh, queryClient, trpc]);

@@ -125,9 +125,10 @@ export interface MessageRepository {
   history(phone: string, limit: number, offset: number, line?: string): Promise<{ rows: RecordRow[]; total: number }>;
   /**
    * The newest message of each contact with messages (counted by a trigger; messages_phone_timestamp_idx), newest first (ties
-   * by id), with its opt-out; only phones containing `search` (a plain substring: it is only digits and '+') when given.
+   * by id), with its opt-out; only phones containing `search` (a plain substring: it is only digits and '+') when given,
+   * and only those whose newest message is on the line `line` (an id) when given.
    */
-  conversations(query: { search?: string; limit: number }): Promise<ConversationRow[]>;
+  conversations(query: { search?: string; limit: number; line?: string }): Promise<ConversationRow[]>;
   /** Inbound messages with `timestamp > since`, oldest first, at most `limit`; `hasMore` when more follow. Direct chats only, unless `every`. */
   inboundAfter(since: number, limit: number, phone?: string, every?: boolean, line?: string): Promise<{ rows: RecordRow[]; hasMore: boolean }>;
   /** A group chat's messages, newest first, and how many there are in all, from one statement. */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { MessageRepository } from "../db/port";
-import { messageRecord, typeError, wholeNumber } from "./schemas";
+import { lineField, messageRecord, typeError, wholeNumber } from "./schemas";
 import { toRecords } from "./records";
 
 /** Most conversations one page lists. */
@@ -17,6 +17,7 @@ export const conversationsInput = z
       .optional()
       .meta({ description: "Only phones holding these digits (and '+') anywhere in the number.", example: "4155" }),
     limit: wholeNumber(1, { default: 50, max: MAX_CONVERSATIONS, description: `Most conversations returned, default 50, at most ${MAX_CONVERSATIONS}.` }),
+    line: lineField("Only conversations whose newest message is on this line (id or name).").optional(),
   })
   .prefault({});
 
@@ -33,9 +34,9 @@ export const conversationsOutput = z.object({ conversations: z.array(conversatio
 
 export type ConversationRecord = z.infer<typeof conversationRecord>;
 
-/** One entry per phone with any message, the most recently active first. */
-export async function listConversations(messages: MessageRepository, input: { search?: string; limit: number }): Promise<ConversationRecord[]> {
-  const rows = await messages.conversations({ search: input.search, limit: input.limit });
+/** One entry per phone with any message, the most recently active first; only those whose newest message is on the line `line` (an id) when given. */
+export async function listConversations(messages: MessageRepository, input: { search?: string; limit: number; line?: string }): Promise<ConversationRecord[]> {
+  const rows = await messages.conversations({ search: input.search, limit: input.limit, line: input.line });
   const records = await toRecords(messages, rows);
   // Direct chats only: every row's phone is its contact's.
   return records.map((last, i) => ({ phone: rows[i]!.phone, last_message: last, opted_out: rows[i]!.optedOut, unread: rows[i]!.unread }));

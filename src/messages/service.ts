@@ -317,7 +317,7 @@ export async function recordInbound(
 }
 
 /** The line a `line` filter names (id or name), or 400; undefined when none is given. */
-function lineFilter(lines: LineRegistry, ref: string | undefined): string | undefined {
+export function lineFilter(lines: LineRegistry, ref: string | undefined): string | undefined {
   if (ref === undefined) return undefined;
   const line = lines.find(ref);
   if (!line) throw new AppError("BAD_REQUEST", `line: no line ${JSON.stringify(ref)} (GET /api/lines lists them)`);

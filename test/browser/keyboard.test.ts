@@ -22,6 +22,7 @@ describe("keyboard", () => {
     const order = [
       nav.getByRole("link", { name: "Conversations", exact: true }),
       nav.getByRole("link", { name: "Workflows", exact: true }),
+      nav.getByRole("link", { name: "Lines", exact: true }),
       nav.getByRole("link", { name: "Webhooks", exact: true }),
       nav.getByRole("link", { name: "Keys", exact: true }),
       nav.getByRole("button", { name: "Sign out", exact: true }),

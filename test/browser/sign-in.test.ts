@@ -36,7 +36,7 @@ describe("sign-in", () => {
   test("the right key signs in: the console's navigation, and Conversations at /console/conversations", async () => {
     const { page } = app.tab;
     await signIn(page, app.server.key);
-    for (const name of ["Conversations", "Workflows", "Webhooks", "Keys"]) {
+    for (const name of ["Conversations", "Workflows", "Lines", "Webhooks", "Keys"]) {
       await consoleNav(page).getByRole("link", { name, exact: true }).waitFor({ timeout: UI_MS });
     }
     await page.getByRole("heading", { level: 1, name: "Conversations" }).waitFor({ timeout: UI_MS });

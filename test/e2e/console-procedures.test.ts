@@ -86,6 +86,18 @@ describe("conversations.list", () => {
     expect(await client.conversations.list.query()).toEqual({ conversations });
   });
 
+  test("line keeps the conversations whose newest message is on that line (by id or name)", async () => {
+    const [a, b] = [newPhone(), newPhone()];
+    const { line: sales } = await client.lines.create.mutate({ name: "sales", network: "loopback" });
+    await send(server, a, "on default");
+    await client.messages.send.mutate({ phone: b, message: "on sales", line: "sales" });
+    const phones = async (line: string) => (await client.conversations.list.query({ line })).conversations.map((x) => x.phone);
+    expect(await phones("sales")).toEqual([b]);
+    expect(await phones(sales.id)).toEqual([b]);
+    expect(await phones("default")).toContain(a);
+    expect(await phones("default")).not.toContain(b);
+  });
+
   test("bad input names the field", async () => {
     for (const [input, field] of [
       [{ search: "41a5" }, "search"],
@@ -93,6 +105,8 @@ describe("conversations.list", () => {
       [{ search: "" }, "search"],
       [{ limit: 0 }, "limit"],
       [{ limit: 201 }, "limit"],
+      [{ line: "no-such-line" }, "line"],
+      [{ line: "" }, "line"],
     ] as const) {
       const e = await failure(client.conversations.list.query(input));
       expect(e.code).toBe("BAD_REQUEST");

@@ -93,6 +93,24 @@ describe.each(dialects)("conversations on $name", (dialect) => {
     expect((await storage.messages.conversations({ limit: 50 })).find((r) => r.phone === C)?.optedOut).toBe(false);
   });
 
+  test("line keeps the conversations whose newest message is on that line", async () => {
+    const storage = await seeded();
+    // B moves to another line with its newest message; A had one there before, then came back.
+    await storage.messages.insert({ ...outbound(A, "a on sales"), lineId: "ln_sales" });
+    await storage.messages.insert(inbound(A, "a on default"));
+    await storage.messages.insert({ ...outbound(B, "b on sales"), lineId: "ln_sales" });
+    const on = async (line?: string, search?: string) => (await storage.messages.conversations({ limit: 50, line, search })).map((r) => [r.phone, r.body]);
+    expect(await on("ln_sales")).toEqual([[B, "b on sales"]]);
+    expect(await on("ln_default")).toEqual([
+      [A, "a on default"],
+      [C, "c2"],
+    ]);
+    expect(await on("ln_sales", "+44")).toEqual([[B, "b on sales"]]);
+    expect(await on("ln_sales", "4155")).toEqual([]);
+    expect(await on("ln_none")).toEqual([]);
+    expect((await on()).map(([phone]) => phone)).toEqual([B, A, C]);
+  });
+
   test("no messages, no conversations", async () => {
     const storage = await fresh();
     expect(await storage.messages.conversations({ limit: 50 })).toEqual([]);

@@ -5,6 +5,7 @@ import type { ChatRecord } from "../../messages/chat-schemas";
 import type { ConversationRecord } from "../../messages/conversations";
 import { ErrorAlert } from "../components/error-alert";
 import { LocalTime } from "../components/local-time";
+import { useSeveralLines } from "../lines/line";
 import { useTRPC } from "../trpc";
 import { groupLabel } from "./group-label";
 import { preview } from "./preview";
@@ -33,23 +34,47 @@ const Unread = ({ count }: { count: number }) => (count > 0 ? <mark className="u
 /**
  * The latest conversations, most recently active first, each a link to its thread with its
  * unread count: a contact's by its number, a group's by its name (or its participants);
- * searchable by any part of a number (a group's participants' too).
+ * searchable by any part of a number (a group's participants' too). With several lines, a
+ * select keeps the contacts whose last message is on one line (groups are then left out: the
+ * list of groups does not say their line).
  */
 export function ConversationList({ openPhone, openChat }: { openPhone: string | undefined; openChat: string | undefined }) {
   const trpc = useTRPC();
   const [typed, setTyped] = useState("");
   const search = searchDigits(typed);
-  const list = useQuery({ ...trpc.conversations.list.queryOptions({ search: search || undefined, limit: LIMIT }), placeholderData: keepPreviousData });
+  const lines = useSeveralLines();
+  const [lineId, setLineId] = useState("");
+  // A line chosen, then deleted or the only one left: no filter.
+  const line = lines?.find((l) => l.id === lineId);
+  const list = useQuery({
+    ...trpc.conversations.list.queryOptions({ search: search || undefined, limit: LIMIT, line: line?.id }),
+    placeholderData: keepPreviousData,
+  });
   const groups = useQuery(trpc.chats.list.queryOptions({ kind: "group", limit: LIMIT }));
-  const shownGroups = groups.data?.chats.filter((chat) => !search || chat.participants.some((phone) => phone.includes(search)));
+  const shownGroups = line ? [] : groups.data?.chats.filter((chat) => !search || chat.participants.some((phone) => phone.includes(search)));
   const conversations = list.data && shownGroups && byActivity(list.data.conversations, shownGroups);
   return (
     <section aria-label="Conversation list" className="conversation-list">
       <form role="search" onSubmit={(event) => event.preventDefault()}>
         <input type="search" aria-label="Search by number" placeholder="Search by number" inputMode="tel" value={typed} onChange={(event) => setTyped(event.target.value)} />
+        {lines && (
+          <select aria-label="Line" value={line?.id ?? ""} onChange={(event) => setLineId(event.target.value)}>
+            <option value="">All lines</option>
+            {lines.map((l) => (
+              <option key={l.id} value={l.id}>
+                {l.name}
+              </option>
+            ))}
+          </select>
+        )}
       </form>
       <ErrorAlert error={list.error ?? groups.error} />
-      {conversations && conversations.length === 0 && <p>{search ? `No conversation with a number containing ${search}.` : "No conversations yet."}</p>}
+      {conversations && conversations.length === 0 && (
+        <p>
+          {search ? `No conversation with a number containing ${search}` : line ? "No conversations" : "No conversations yet"}
+          {line ? ` on line ${line.name}.` : "."}
+        </p>
+      )}
       <ul aria-busy={list.isFetching && !conversations}>
         {conversations?.map((entry) =>
           entry.kind === "group" ? (

@@ -47,19 +47,22 @@ function Reactions({ reactions }: { reactions: MessageRecord["reactions"] }) {
 /**
  * One message of a thread: direction (in a group, `showSender`: who sent a received one), local time, status, "Edited" or "Unsent", its error,
  * its files, the message it answers, its reactions, "Read" (`showRead`: our last message the
- * contact read) and what the operator can do with it (`capabilities`: once known).
+ * contact read), its line's name (`line`: given when the deployment has several lines) and what
+ * the operator can do with it (`capabilities`: once known).
  */
 export function MessageItem({
   message,
   repliesTo,
   showRead,
   showSender = false,
+  line,
   capabilities,
 }: {
   message: MessageRecord;
   repliesTo: MessageRecord | undefined;
   showRead: boolean;
   showSender?: boolean;
+  line?: string | undefined;
   capabilities: NetworkCapabilities | undefined;
 }) {
   const sent = message.direction === "outbound";
@@ -77,6 +80,12 @@ export function MessageItem({
           ) : (
             "Received"
           )}</strong> · <LocalTime value={message.timestamp} /> · {message.status}
+        {line && (
+          <>
+            {" · "}
+            <span className="line-label">Line <bdi>{line}</bdi></span>
+          </>
+        )}
         {message.send_at && (
           <>
             {" "}

@@ -1,12 +1,13 @@
 import { useLayoutEffect, useRef } from "react";
 import type { MessageRecord } from "../../messages/schemas";
+import { useSeveralLines } from "../lines/line";
 import { MessageItem } from "./message-item";
 import { useCapabilities } from "./use-capabilities";
 
 /**
  * The thread's messages, oldest first, scrolled to the newest whenever one arrives, "Read"
  * under our last one the contact read; with `senders` (a group) each received one names who
- * sent it. The list scrolls on its own, so it takes keyboard focus (arrow keys scroll it).
+ * sent it; with several lines each names its line. The list scrolls on its own, so it takes keyboard focus (arrow keys scroll it).
  */
 export function MessageList({ label, messages, senders = false }: { label: string; messages: MessageRecord[]; senders?: boolean }) {
   const ref = useRef<HTMLOListElement>(null);
@@ -15,6 +16,8 @@ export function MessageList({ label, messages, senders = false }: { label: strin
     ref.current?.scrollTo({ top: ref.current.scrollHeight });
   }, [newestId]);
   const capabilities = useCapabilities();
+  const lines = useSeveralLines();
+  const lineNames = new Map(lines?.map((line) => [line.id, line.name]));
   const byId = new Map(messages.map((message) => [message.id, message]));
   const lastRead = messages.findLast((message) => message.direction === "outbound" && message.read_at)?.id;
   return (
@@ -26,6 +29,7 @@ export function MessageList({ label, messages, senders = false }: { label: strin
           repliesTo={message.reply_to ? byId.get(message.reply_to) : undefined}
           showRead={message.id === lastRead}
           showSender={senders}
+          line={lines && (lineNames.get(message.line_id) ?? message.line_id)}
           capabilities={capabilities}
         />
       ))}

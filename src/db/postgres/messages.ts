@@ -65,7 +65,7 @@ const paged = ({ rows }: { rows: (RecordRow & { total: number })[] }) => ({
 const conversations = prepare(sql<ConversationRow>("messages.conversations", `SELECT ${RECORD_OF_M}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
    CROSS JOIN LATERAL (SELECT ${record()} FROM messages WHERE phone = c.phone AND ${DIRECT} ORDER BY timestamp DESC, id DESC LIMIT 1) m
-   WHERE c.messages > 0 AND ($search::text IS NULL OR strpos(c.phone, $search) > 0)
+   WHERE c.messages > 0 AND ($search::text IS NULL OR strpos(c.phone, $search) > 0) AND ($line::text IS NULL OR m."lineId" = $line)
    ORDER BY m.timestamp DESC, m.id DESC
    LIMIT $limit`));
 /**
@@ -150,7 +150,7 @@ export function postgresMessages(run: Run, batch = false): MessageRepository {
     setStatus: (id, status, patch = {}) => moveOne({ id, status, networkId: patch.networkId ?? null, error: patch.error ?? null }),
     history: async (phone, limit, offset, line) => paged(await history(run, { phone, limit, offset, line: line ?? null })),
     scheduled: async (limit, offset) => paged(await scheduled(run, { limit, offset })),
-    conversations: async ({ search, limit }) => (await conversations(run, { search: search ?? null, limit })).rows,
+    conversations: async ({ search, limit, line }) => (await conversations(run, { search: search ?? null, limit, line: line ?? null })).rows,
     claimDueScheduled: async (limit) => (await claimDue(run, { limit })).rows.sort(bySendAt),
   };
 }

@@ -32,7 +32,7 @@ const scheduledTotal = sql<{ n: number }>("", `SELECT count(*) AS n FROM message
 const conversations = sql<Omit<ConversationRow, "optedOut"> & { optedOut: number }>("", `SELECT ${record("m.")}, c.opted_out AS "optedOut", ${UNREAD} AS unread
    FROM contacts c
    JOIN messages m ON m.id = (SELECT id FROM messages WHERE phone = c.phone AND ${DIRECT} ORDER BY timestamp DESC, id DESC LIMIT 1)
-   WHERE c.messages > 0 AND ($search IS NULL OR instr(c.phone, $search) > 0)
+   WHERE c.messages > 0 AND ($search IS NULL OR instr(c.phone, $search) > 0) AND ($line IS NULL OR m.line_id = $line)
    ORDER BY m.timestamp DESC, m.id DESC
    LIMIT $limit`);
 // Due: the partial index messages_scheduled_idx holds only scheduled rows, soonest first.
@@ -112,7 +112,7 @@ export function sqliteRepositories(sqlite: Database, clock: () => number): SyncR
       insert: (message) => insert.immediate(message),
       history: (phone, limit, offset, line) => history(phone, limit, offset, line ?? null),
       scheduled: (limit, offset) => scheduled(limit, offset),
-      conversations: ({ search, limit }) => q.conversations.all({ search: search ?? null, limit }).map((r) => ({ ...r, optedOut: r.optedOut === 1 })),
+      conversations: ({ search, limit, line }) => q.conversations.all({ search: search ?? null, limit, line: line ?? null }).map((r) => ({ ...r, optedOut: r.optedOut === 1 })),
       claimDueScheduled: (limit) => (due.anyDueScheduled.get() ? due.claimScheduled.all({ limit }).sort(bySendAt) : []),
     },
     chats: bind(chats),
