@@ -1,3 +1,16 @@
+/** Admin actions: their data is the changed record and `actor_key_id`, the key that acted (null: the CLI). */
+export const ADMIN_EVENT_TYPES = [
+  "line.created",
+  "line.updated",
+  "line.deleted",
+  "key.created",
+  "key.revoked",
+  "webhook_endpoint.created",
+  "webhook_endpoint.updated",
+  "webhook_endpoint.deleted",
+] as const;
+export type AdminEventType = (typeof ADMIN_EVENT_TYPES)[number];
+
 /** Every event type, in the order the docs list them. */
 export const EVENT_TYPES = [
   "message.received",
@@ -11,29 +24,10 @@ export const EVENT_TYPES = [
   "contact.typing",
   "chat.updated",
   "message.rerouted",
-  "line.created",
-  "line.updated",
-  "line.deleted",
-  "key.created",
-  "key.revoked",
-  "webhook_endpoint.created",
-  "webhook_endpoint.updated",
-  "webhook_endpoint.deleted",
+  ...ADMIN_EVENT_TYPES,
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Admin actions: their data is the changed record and `actor_key_id`, the key that acted (null: the CLI). */
-export const ADMIN_EVENT_TYPES = [
-  "line.created",
-  "line.updated",
-  "line.deleted",
-  "key.created",
-  "key.revoked",
-  "webhook_endpoint.created",
-  "webhook_endpoint.updated",
-  "webhook_endpoint.deleted",
-] as const satisfies readonly EventType[];
-export type AdminEventType = (typeof ADMIN_EVENT_TYPES)[number];
 export const isAdminEvent = (type: string): type is AdminEventType => (ADMIN_EVENT_TYPES as readonly string[]).includes(type);
 
 /** Events about no message, whose data is stored whole as the change left it (a chat; an admin action's record). */

@@ -49,3 +49,20 @@ export function DialogButton({ label, className, dialog }: { label: string; clas
     </>
   );
 }
+
+/**
+ * A form dialog's footer: Cancel and Save, outside the form where Pico styles a dialog's
+ * footer (`form` ties Save to it); Save is busy while the change is sent.
+ */
+export function SaveFooter({ formId, pending, onCancel }: { formId: string; pending: boolean; onCancel: () => void }) {
+  return (
+    <footer>
+      <button type="button" className="secondary" onClick={onCancel}>
+        Cancel
+      </button>
+      <button type="submit" form={formId} aria-busy={pending} disabled={pending}>
+        Save
+      </button>
+    </footer>
+  );
+}

@@ -1,7 +1,7 @@
 import { useMutation } from "@tanstack/react-query";
 import { useId, type FormEvent } from "react";
 import { ErrorAlert } from "../components/error-alert";
-import { Modal } from "../components/modal";
+import { Modal, SaveFooter } from "../components/modal";
 import { useTRPC } from "../trpc";
 import { useInvalidateLines, type Line } from "./line";
 import { FallbackSelect, NetworkFields, readNetworkFields } from "./line-fields";
@@ -64,14 +64,7 @@ export function EditLineDialog({ line, lines, onClose }: { line: Line; lines: Li
         {line.default && <small id={defaultHintId}>This is the default line: make another line default to move the mark.</small>}
       </form>
       <ErrorAlert error={update.error} />
-      <footer>
-        <button type="button" className="secondary" onClick={onClose}>
-          Cancel
-        </button>
-        <button type="submit" form={formId} aria-busy={update.isPending} disabled={update.isPending}>
-          Save
-        </button>
-      </footer>
+      <SaveFooter formId={formId} pending={update.isPending} onCancel={onClose} />
     </Modal>
   );
 }

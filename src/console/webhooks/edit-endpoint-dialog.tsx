@@ -1,6 +1,6 @@
 import { useMutation } from "@tanstack/react-query";
 import { useId, type FormEvent } from "react";
-import { Modal } from "../components/modal";
+import { Modal, SaveFooter } from "../components/modal";
 import { ErrorAlert } from "../components/error-alert";
 import { useTRPC } from "../trpc";
 import { useInvalidateEndpoints, type Endpoint } from "./endpoint";
@@ -23,15 +23,7 @@ export function EditEndpointDialog({ endpoint, onClose }: { endpoint: Endpoint; 
         <EndpointFields endpoint={endpoint} />
       </form>
       <ErrorAlert error={update.error} />
-      {/* Outside the form, where Pico styles a dialog's footer; `form` ties Save to it. */}
-      <footer>
-        <button type="button" className="secondary" onClick={onClose}>
-          Cancel
-        </button>
-        <button type="submit" form={formId} aria-busy={update.isPending} disabled={update.isPending}>
-          Save
-        </button>
-      </footer>
+      <SaveFooter formId={formId} pending={update.isPending} onCancel={onClose} />
     </Modal>
   );
 }
