@@ -220,6 +220,8 @@ export async function sendStored(
       ...(files.length ? { media: outboundMedia(mediaDeps(deps), files) } : {}),
       ...(threadOn ? { replyTo: threadOn } : {}),
     };
+    // Disabled since the message was stored (a scheduled send): it fails, as it cannot go out there.
+    if (!line.row.enabled) throw new AppError("CONFLICT", `line: the line ${line.row.name} is disabled`);
     const sendOn = (on: Line) =>
       withSpan("network.send", { "textwire.network": on.row.network, "textwire.line": on.row.id, "textwire.message.id": row.id }, () => (via ?? ((m: OutboundMessage) => on.driver.send(m)))(message));
     try {
