@@ -4,6 +4,7 @@ import type { LinePatch, LineRow, Repositories, Storage } from "../db/port";
 import { AppError, fieldIssues, issuesMessage } from "../errors";
 import { errorText, type Logger } from "../log";
 import { isoTime } from "../messages/time";
+import type { NetworkDriver } from "../network/driver";
 import type { Secrets } from "../secrets/seal";
 import { DEFAULT_LINE_ID, type LineNetwork } from "../vocabulary/lines";
 import { chooseLine } from "./choose";
@@ -115,16 +116,21 @@ async function commit(
     return written;
   });
   await deps.lines.refresh();
-  const line = deps.lines.get(row.id);
-  await registerWebhooks(deps, line);
-  return line;
+  return deps.lines.get(row.id);
 }
 
-/** Networks whose webhooks are registered through their API (Android) get this line's URL, again on every change and test (the same ids replace). */
-async function registerWebhooks(deps: Pick<LinesDeps, "log">, line: Line): Promise<void> {
-  if (!line.driver.register || !line.row.enabled) return;
-  await line.driver.register().catch((err) => {
-    throw new AppError("BAD_GATEWAY", `line ${line.row.name}: the ${line.row.network} network did not take the webhook registration: ${errorText(err)}`);
+/**
+ * Networks whose webhooks are registered through their API (Android) get this line's URL, again
+ * on every change and test (the same ids replace). On a change it comes before anything is
+ * stored: a refusal (502) leaves the line as it was; a disabled line registers nothing.
+ */
+async function registerWebhooks(line: { name: string; network: LineNetwork; enabled: boolean }, driver: Pick<NetworkDriver, "register">): Promise<void> {
+  if (!driver.register || !line.enabled) return;
+  await driver.register().catch((err) => {
+    throw new AppError(
+      "BAD_GATEWAY",
+      `line ${line.name}: the ${line.network} network did not take the webhook registration: ${errorText(err)}; nothing was changed (a disabled line is saved without it)`,
+    );
   });
 }
 
@@ -138,6 +144,8 @@ export async function createLine(deps: LinesDeps, input: CreateLineInput): Promi
   if (deps.lines.find(input.name)) throw new AppError("CONFLICT", `name: a line named ${input.name} exists`);
   const id = `ln_${Bun.randomUUIDv7().replaceAll("-", "").slice(-16)}`;
   const driver = tryDriver({ id, network: input.network, managed: "api", address }, settings, credentials, deps);
+  const fallback = fallbackId(deps.lines, input.fallback, id);
+  await registerWebhooks({ name: input.name, network: input.network, enabled: input.enabled ?? true }, driver);
   const line = await commit(deps, "line.created", { settings, driver }, async (tx) => {
     if (input.default) await tx.lines.clearDefault();
     const row = await tx.lines.insert({
@@ -147,7 +155,7 @@ export async function createLine(deps: LinesDeps, input: CreateLineInput): Promi
       address,
       enabled: input.enabled ?? true,
       isDefault: input.default ?? false,
-      fallback: fallbackId(deps.lines, input.fallback, id),
+      fallback,
       settings: JSON.stringify(settings),
       credentials: deps.secrets.seal(JSON.stringify(credentials)),
       managed: "api",
@@ -191,6 +199,7 @@ export async function updateLine(deps: LinesDeps, ref: string, input: UpdateLine
     settings: JSON.stringify(settings),
     credentials: row.managed === "env" ? null : deps.secrets.seal(JSON.stringify(merged)),
   };
+  if (row.managed === "api") await registerWebhooks({ name: patch.name, network: row.network, enabled: patch.enabled }, driver);
   const updated = await commit(deps, "line.updated", { settings, driver }, async (tx) => {
     if (input.default) await tx.lines.clearDefault();
     return tx.lines.update(row.id, patch);
