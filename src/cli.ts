@@ -372,15 +372,19 @@ async function chats(args: string[]) {
   });
 }
 
-/** `K=V` flags as an object; a value of digits is a number (timeouts, SIM numbers). */
-function pairs(flag: string, given: string[] | undefined): Record<string, unknown> | undefined {
+/** The settings whose values are numbers (docs/lines.md); every other setting and every credential is text, digits or not (a password of digits). */
+const NUMERIC_SETTINGS = new Set(["send_timeout_ms", "sim_number"]);
+
+/** `K=V` flags as an object; a numeric setting's digits are a number. */
+function pairs(flag: "setting" | "credential", given: string[] | undefined): Record<string, unknown> | undefined {
   if (!given) return undefined;
   return Object.fromEntries(
     given.map((pair) => {
       const at = pair.indexOf("=");
       if (at < 1) throw new UsageError(`--${flag} takes KEY=VALUE, got "${pair}"`);
+      const key = pair.slice(0, at);
       const value = pair.slice(at + 1);
-      return [pair.slice(0, at), /^\d+$/.test(value) ? Number(value) : value];
+      return [key, flag === "setting" && NUMERIC_SETTINGS.has(key) && /^\d+$/.test(value) ? Number(value) : value];
     }),
   );
 }
