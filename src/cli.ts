@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createLineInput, updateLineInput } from "./lines/schemas";
 import { createLine, deleteLine, listLines, testLine, updateLine } from "./lines/service";
-import { createSecrets, parseSecretKey } from "./secrets/seal";
+import { createSecrets, parseSecretKey, SecretKeyError } from "./secrets/seal";
 import { resealStored, secretKeyFile } from "./secrets/stored";
 import { createApp, type App } from "./app";
 import { createKey, createKeyInput, listKeys, revokeKey } from "./auth/keys";
@@ -594,7 +594,7 @@ try {
     process.stderr.write(`textwire: ${err.message} (see: bun run textwire help)\n`);
     process.exit(2);
   }
-  if (err instanceof AppError || err instanceof ConfigError || err instanceof DatabaseError) {
+  if (err instanceof AppError || err instanceof ConfigError || err instanceof DatabaseError || err instanceof SecretKeyError) {
     process.stderr.write(`textwire: ${err.message}\n`);
     process.exit(1);
   }
