@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createLineInput, updateLineInput } from "./lines/schemas";
 import { createLine, deleteLine, listLines, testLine, updateLine } from "./lines/service";
-import { createSecrets, parseSecretKey } from "./secrets/seal";
+import { createSecrets, parseSecretKey, SecretKeyError } from "./secrets/seal";
 import { resealStored, secretKeyFile } from "./secrets/stored";
 import { createApp, type App } from "./app";
 import { createKey, createKeyInput, listKeys, revokeKey } from "./auth/keys";
@@ -372,15 +372,19 @@ async function chats(args: string[]) {
   });
 }
 
-/** `K=V` flags as an object; a value of digits is a number (timeouts, SIM numbers). */
-function pairs(flag: string, given: string[] | undefined): Record<string, unknown> | undefined {
+/** The settings whose values are numbers (docs/lines.md); every other setting and every credential is text, digits or not (a password of digits). */
+const NUMERIC_SETTINGS = new Set(["send_timeout_ms", "sim_number"]);
+
+/** `K=V` flags as an object; a numeric setting's digits are a number. */
+function pairs(flag: "setting" | "credential", given: string[] | undefined): Record<string, unknown> | undefined {
   if (!given) return undefined;
   return Object.fromEntries(
     given.map((pair) => {
       const at = pair.indexOf("=");
       if (at < 1) throw new UsageError(`--${flag} takes KEY=VALUE, got "${pair}"`);
+      const key = pair.slice(0, at);
       const value = pair.slice(at + 1);
-      return [pair.slice(0, at), /^\d+$/.test(value) ? Number(value) : value];
+      return [key, flag === "setting" && NUMERIC_SETTINGS.has(key) && /^\d+$/.test(value) ? Number(value) : value];
     }),
   );
 }
@@ -590,7 +594,7 @@ try {
     process.stderr.write(`textwire: ${err.message} (see: bun run textwire help)\n`);
     process.exit(2);
   }
-  if (err instanceof AppError || err instanceof ConfigError || err instanceof DatabaseError) {
+  if (err instanceof AppError || err instanceof ConfigError || err instanceof DatabaseError || err instanceof SecretKeyError) {
     process.stderr.write(`textwire: ${err.message}\n`);
     process.exit(1);
   }

@@ -4,6 +4,7 @@ import type { LinePatch, LineRow, Repositories, Storage } from "../db/port";
 import { AppError, fieldIssues, issuesMessage } from "../errors";
 import { errorText, type Logger } from "../log";
 import { isoTime } from "../messages/time";
+import type { NetworkDriver } from "../network/driver";
 import type { Secrets } from "../secrets/seal";
 import { DEFAULT_LINE_ID, type LineNetwork } from "../vocabulary/lines";
 import { chooseLine } from "./choose";
@@ -102,11 +103,9 @@ function tryDriver(row: Pick<LineRow, "id" | "network" | "managed" | "address">,
 async function commit(
   deps: LinesDeps,
   type: "line.created" | "line.updated",
-  built: Pick<Line, "settings" | "driver"> & { enabled: boolean; label: string },
+  built: Pick<Line, "settings" | "driver">,
   write: (tx: Repositories) => Promise<LineRow | undefined>,
 ): Promise<Line> {
-  // Registered before anything is stored: a line whose network refuses its webhooks is not kept half-made (502, nothing changed).
-  await registerWebhooks(built.driver, built.enabled, built.label);
   const row = await deps.storage.transaction(async (tx) => {
     const written = await write(tx);
     if (!written) throw new AppError("NOT_FOUND", "no such line");
@@ -120,11 +119,18 @@ async function commit(
   return deps.lines.get(row.id);
 }
 
-/** Networks whose webhooks are registered through their API (Android) get the line's URL, again on every change and test (the same ids replace). */
-async function registerWebhooks(driver: Line["driver"], enabled: boolean, label: string): Promise<void> {
-  if (!driver.register || !enabled) return;
+/**
+ * Networks whose webhooks are registered through their API (Android) get this line's URL, again
+ * on every change and test (the same ids replace). On a change it comes before anything is
+ * stored: a refusal (502) leaves the line as it was; a disabled line registers nothing.
+ */
+async function registerWebhooks(line: { name: string; network: LineNetwork; enabled: boolean }, driver: Pick<NetworkDriver, "register">): Promise<void> {
+  if (!driver.register || !line.enabled) return;
   await driver.register().catch((err) => {
-    throw new AppError("BAD_GATEWAY", `line ${label}: the network did not take the webhook registration: ${errorText(err)}`);
+    throw new AppError(
+      "BAD_GATEWAY",
+      `line ${line.name}: the ${line.network} network did not take the webhook registration: ${errorText(err)}; nothing was changed (a disabled line is saved without it)`,
+    );
   });
 }
 
@@ -138,7 +144,9 @@ export async function createLine(deps: LinesDeps, input: CreateLineInput): Promi
   if (deps.lines.find(input.name)) throw new AppError("CONFLICT", `name: a line named ${input.name} exists`);
   const id = `ln_${Bun.randomUUIDv7().replaceAll("-", "").slice(-16)}`;
   const driver = tryDriver({ id, network: input.network, managed: "api", address }, settings, credentials, deps);
-  const line = await commit(deps, "line.created", { settings, driver, enabled: input.enabled ?? true, label: input.name }, async (tx) => {
+  const fallback = fallbackId(deps.lines, input.fallback, id);
+  await registerWebhooks({ name: input.name, network: input.network, enabled: input.enabled ?? true }, driver);
+  const line = await commit(deps, "line.created", { settings, driver }, async (tx) => {
     if (input.default) await tx.lines.clearDefault();
     const row = await tx.lines.insert({
       id,
@@ -147,7 +155,7 @@ export async function createLine(deps: LinesDeps, input: CreateLineInput): Promi
       address,
       enabled: input.enabled ?? true,
       isDefault: input.default ?? false,
-      fallback: fallbackId(deps.lines, input.fallback, id),
+      fallback,
       settings: JSON.stringify(settings),
       credentials: deps.secrets.seal(JSON.stringify(credentials)),
       managed: "api",
@@ -191,7 +199,8 @@ export async function updateLine(deps: LinesDeps, ref: string, input: UpdateLine
     settings: JSON.stringify(settings),
     credentials: row.managed === "env" ? null : deps.secrets.seal(JSON.stringify(merged)),
   };
-  const updated = await commit(deps, "line.updated", { settings, driver, enabled: patch.enabled, label: patch.name }, async (tx) => {
+  if (row.managed === "api") await registerWebhooks({ name: patch.name, network: row.network, enabled: patch.enabled }, driver);
+  const updated = await commit(deps, "line.updated", { settings, driver }, async (tx) => {
     if (input.default) await tx.lines.clearDefault();
     return tx.lines.update(row.id, patch);
   });

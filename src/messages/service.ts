@@ -247,7 +247,9 @@ export async function sendStored(
       if (now && (now.status === "sent" || now.status === "delivered")) return shown(now);
       throw new AppError("GATEWAY_TIMEOUT", UNKNOWN_OUTCOME, {}, { message_id: row.id });
     }
-    const reason = errorText(err);
+    // A network that failed (BAD_GATEWAY) is answered naming the line; the record keeps that same error.
+    const named = err instanceof AppError && err.code === "BAD_GATEWAY" ? new AppError("BAD_GATEWAY", `line ${line.row.name}: ${err.message}`, err.headers, err.details) : undefined;
+    const reason = named ? named.message : errorText(err);
     await recordStatus(deps, row.id, () => storage.messages.setStatus(row.id, "failed", { error: reason }));
     deps.metrics?.message("outbound", row.network, "failed");
     if (err instanceof RecipientOptedOut) {
@@ -255,8 +257,8 @@ export async function sendStored(
       await writeOrRetry("recording an opt-out", () => storage.contacts.setOptedOut(row.phone, true), deps.log.child({ messageId: row.id }));
       throw optedOutError();
     }
-    // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit); an unreachable network names the line.
-    if (err instanceof AppError && err.code === "BAD_GATEWAY") throw new AppError("BAD_GATEWAY", `line ${line.row.name}: ${err.message}`, err.headers, err.details);
+    // A driver's AppError says what went wrong (an invalid recipient, the network's rate limit).
+    if (named) throw named;
     if (err instanceof AppError) throw err;
     throw new AppError("BAD_GATEWAY", `line ${line.row.name}: the ${line.row.network} network did not take the message: ${reason}`);
   }

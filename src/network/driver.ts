@@ -147,7 +147,7 @@ export class SendOutcomeUnknown extends Error {
 export function sendRequestFailure(network: string, err: unknown): Error {
   const code = (err as { code?: string }).code ?? "";
   if (code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "FailedToOpenSocket") {
-    return new NetworkUnreachable(`${network}: unreachable (${(err as Error).name})`);
+    return new NetworkUnreachable(`${network}: unreachable (the connection was refused)`);
   }
   return new SendOutcomeUnknown(`${network}: no answer to the send (${(err as Error).name})`);
 }

@@ -150,7 +150,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const fine = await schedule(storage, B, "fine", -1);
       run({ storage, lines: oneLine(net.driver), log: quietLog });
       await eventually("both settled", async () => (await statusOf(storage, doomed.id)) === "failed" && (await statusOf(storage, fine.id)) === "delivered");
-      expect((await storage.messages.get(doomed.id))?.error).toBe("the network is down");
+      expect((await storage.messages.get(doomed.id))?.error).toBe("line default: the network is down");
       const later = await schedule(storage, A, "later", -1);
       await eventually("a later one sent too", async () => (await statusOf(storage, later.id)) === "delivered");
     });
