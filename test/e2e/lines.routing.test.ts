@@ -262,4 +262,20 @@ describe("three lines, two API processes and a worker", () => {
     expect(events.map((e) => [e.data.from_line, e.data.to_line, e.data.reason])).toEqual([[lines.iphone!.id, lines.main!.id, "unreachable"]]);
     expect(record.status).toBe("sent");
   });
+
+  test("a new contact while the Mac refuses connections is rerouted too, and only once: with the fallback refusing as well, 502", async () => {
+    const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    const closedUrl = `http://127.0.0.1:${closed.port}`;
+    await closed.stop(true);
+    await patchLine(a, "main", { settings: { account_sid: mainTw.accountSid, api_url: closedUrl } });
+    await seenBy(b, "B to take the main line's new API URL", (l) => l.find((x) => x.name === "main")?.settings.api_url === closedUrl);
+    const phone = newPhone();
+    bb.imessage.add(phone);
+    const res = await call<{ error: { code: string; message: string } }>(b, "POST", "/api/send", { body: { phone, message: "nobody up", line: "iphone" } });
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe("BAD_GATEWAY");
+    const [stored] = (await history(a, phone)).messages as Record_[];
+    expect(stored).toMatchObject({ message: "nobody up", status: "failed", line_id: lines.main!.id });
+    expect((await rerouted()).filter((e) => e.data.id === stored!.id).map((e) => e.data.reason)).toEqual(["unreachable"]);
+  });
 });

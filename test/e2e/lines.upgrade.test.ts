@@ -13,7 +13,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { call, history, newPhone, poll, type MessageRecord } from "./api";
-import { newApiKey, ROOT, startServer, testDatabase, type Server, type TestDatabase } from "./harness";
+import { newApiKey, ROOT, startServer, testDatabase, waitFor, type Server, type TestDatabase } from "./harness";
+import { startReceiver, type Receiver } from "../support/webhook-receiver";
 import {
   TEST_FROM,
   TEST_PUBLIC_URL,
@@ -34,6 +35,7 @@ const INSTALL_MS = 180_000;
 
 let oldDir: string;
 let fake: FakeTwilio;
+let receiver: Receiver;
 let db: TestDatabase;
 const apiKey = newApiKey();
 const running: Server[] = [];
@@ -55,18 +57,20 @@ beforeAll(async () => {
   run(["sh", "-c", `git -C "$1" archive ${BEFORE_LINES} | tar -x -C "$2"`, "archive", ROOT, oldDir], ROOT, `the tree of ${BEFORE_LINES}`);
   run(["bun", "install", "--frozen-lockfile"], oldDir, `bun install in ${BEFORE_LINES}`);
   fake = startFakeTwilio();
+  receiver = startReceiver();
   db = await testDatabase();
 }, INSTALL_MS + 30_000);
 
 afterAll(async () => {
   for (const s of running) s.kill();
   await fake?.stop();
+  receiver?.stop();
   await db?.cleanup();
   if (oldDir) rmSync(oldDir, { recursive: true, force: true });
 }, 60_000);
 
 async function boot(cwd?: string): Promise<Server> {
-  const server = await startServer({ db, apiKey, env: twilioEnv(fake), ...(cwd ? { cwd } : {}) });
+  const server = await startServer({ db, apiKey, env: twilioEnv(fake, { ALLOW_PRIVATE_URLS: "true" }), ...(cwd ? { cwd } : {}) });
   running.push(server);
   return server;
 }
@@ -110,6 +114,11 @@ describe(`a NETWORK=twilio deployment upgraded from ${BEFORE_LINES} with nothing
     const old = await boot(oldDir);
     // The code before lines: it has no /api/lines.
     expect((await call(old, "GET", "/api/lines")).status).toBe(404);
+    // A webhook endpoint, its signing secret stored as that code stored it.
+    const endpoint = await call<{ endpoint: { secret: string } }>(old, "POST", "/api/webhook-endpoints", { body: { url: receiver.url, events: ["message.received"] } });
+    expect(endpoint.status).toBe(201);
+    receiver.secret = endpoint.body.endpoint.secret;
+    expect(await db.query("SELECT secret FROM webhook_endpoints")).toEqual([{ secret: receiver.secret }]);
     const first = await sendWithKey(old, texter, "hello before the upgrade", idemKey);
     expect(first.status).toBe(200);
     firstId = first.body.message_id;
@@ -175,6 +184,13 @@ describe(`a NETWORK=twilio deployment upgraded from ${BEFORE_LINES} with nothing
     const now = running.at(-1)!;
     const sent = await call<{ message_id: string }>(now, "POST", "/api/send", { body: { phone: texter, message: "after the upgrade" } });
     expect(sent.status).toBe(200);
+    // The endpoint made before still gets its events, signed with the secret it was given then
+    // (sealed under the generated key on SQLite, as stored on PostgreSQL without SECRET_KEY).
+    const delivered = await waitFor("the delivery of an inbound message received after the upgrade", 10_000, () => receiver.received.find((r) => r.body.includes("a reply after the upgrade")), () => now.stdout);
+    expect(delivered.verified).toBe(true);
+    const [row] = await db.query<{ secret: string }>("SELECT secret FROM webhook_endpoints");
+    if (db.dialect === "sqlite") expect(row!.secret).toStartWith("tw1:");
+    else expect(row!.secret).toBe(receiver.secret!);
     expect(fake.sends).toHaveLength(3);
     expect(fake.sends.at(-1)!.body).toEqual({ To: texter, Body: "after the upgrade", From: TEST_FROM, StatusCallback: `${TEST_PUBLIC_URL}/webhooks/twilio/status?id=${sent.body.message_id}` });
     expect((await history(now, texter)).messages[0]).toMatchObject({ id: sent.body.message_id, line_id: "ln_default", status: "sent" });
