@@ -53,7 +53,8 @@ export async function openLines(deps: RegistryDeps): Promise<LineRegistry> {
   await deps.storage.lines.putEnvLine({ network: env.network, address: env.address, settings: JSON.stringify(env.settings) });
   let lines: Line[] = [];
   let versions = "";
-  const key = (v: LineVersion[]) => v.map((l) => `${l.id}@${l.updatedAt}`).join(",");
+  // Sorted: `list` (creation order) and `versions` (id order) must give the same key for the same lines.
+  const key = (v: LineVersion[]) => v.map((l) => `${l.id}@${l.updatedAt}`).sort().join(",");
 
   function build(row: LineRow, previous: Line | undefined): Line {
     if (previous && previous.row.updatedAt === row.updatedAt) return previous;

@@ -6,6 +6,7 @@ import type { PendingMessage } from "../vocabulary/messages";
 import { REACTIONS } from "../vocabulary/reactions";
 import {
   checkFailure,
+  NetworkUnreachable,
   SendOutcomeUnknown,
   sendRequestFailure,
   type DriverState,
@@ -280,7 +281,9 @@ export function createBlueBubblesNetwork(config: BlueBubblesConfig): NetworkDriv
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
-      throw new AppError("BAD_GATEWAY", `bluebubbles: unreachable (${(err as Error).name})`);
+      // A refused connection stays NetworkUnreachable: a send that first looks its chat up (handle/query) sent nothing, and its line's fallback may take it.
+      const failure = sendRequestFailure("bluebubbles", err);
+      throw failure instanceof NetworkUnreachable ? failure : new AppError("BAD_GATEWAY", `bluebubbles: unreachable (${(err as Error).name})`);
     }
     return { status: res.status, json: (await res.json().catch(() => ({}))) as BbReply["json"] };
   }
