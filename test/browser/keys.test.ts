@@ -99,6 +99,22 @@ describe("keys", () => {
     }
   });
 
+  test("a key without keys:manage has no Keys page: no link, and /console/keys opens Conversations", async () => {
+    const { key } = await app.server.api<{ key: string }>("POST", "/api/keys", { name: "reader", scopes: ["messages:read"] });
+    const other = await openConsole(app.browser, app.server);
+    try {
+      await signIn(other.page, key);
+      await other.page.goto("/console/keys");
+      await other.page.getByRole("heading", { level: 1, name: "Conversations", exact: true }).waitFor({ timeout: UI_MS });
+      assert.equal(new URL(other.page.url()).pathname, "/console/conversations");
+      assert.equal(await consoleNav(other.page).getByRole("link", { name: "Keys", exact: true }).count(), 0);
+      assert.deepEqual(other.foreignRequests(), []);
+      assert.deepEqual(other.problems, []);
+    } finally {
+      await other.context.close();
+    }
+  });
+
   test("the pages requested nothing from any host but the server, without page errors or CSP refusals", () => {
     assertOwnHostOnly(app.tab);
   });
