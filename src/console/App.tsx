@@ -10,7 +10,7 @@ import { WebhooksPage } from "./pages/webhooks";
 import { WorkflowsPage } from "./pages/workflows";
 import { SignIn } from "./sign-in";
 import { currentSession, signOut, type Session } from "./session";
-import { useMay } from "./use-scopes";
+import { useMay, useScopesKnown } from "./use-scopes";
 import { createConsoleClient, createQueryClient, TRPCProvider } from "./trpc";
 
 /** The pages, each shown only to a session whose key holds its scope. */
@@ -41,6 +41,7 @@ function NavLink({ path, label }: { path: string; label: string }) {
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const liveError = useLiveUpdates();
   const may = useMay();
+  const scopes = useScopesKnown();
   const [signOutError, setSignOutError] = useState<unknown>(null);
   const leave = async () => {
     try {
@@ -73,20 +74,34 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         <ErrorAlert error={signOutError} />
         <ErrorAlert error={liveError} context="Live updates paused" />
       </header>
-      <main className="container">
-        <Switch>
-          <Route path="/conversations/group/:chat" component={ConversationsPage} />
-          <Route path="/conversations/:phone?" component={ConversationsPage} />
-          {may("workflows:manage") && <Route path="/workflows" component={WorkflowsPage} />}
-          {may("lines:manage") && <Route path="/lines" component={LinesPage} />}
-          {may("webhooks:manage") && <Route path="/webhooks" component={WebhooksPage} />}
-          {may("keys:manage") && <Route path="/keys" component={KeysPage} />}
-          <Route>
-            <Redirect to="/conversations" replace />
-          </Route>
-        </Switch>
-      </main>
+      {scopes.known ? (
+        <Pages may={may} />
+      ) : (
+        // The routes wait for the key's scopes: until then every scoped page would redirect.
+        <main className="container" aria-busy={scopes.error ? undefined : "true"}>
+          <ErrorAlert error={scopes.error} />
+        </main>
+      )}
     </>
+  );
+}
+
+/** The pages the key's scopes open; any other path goes to the conversations. */
+function Pages({ may }: { may: ReturnType<typeof useMay> }) {
+  return (
+    <main className="container">
+      <Switch>
+        <Route path="/conversations/group/:chat" component={ConversationsPage} />
+        <Route path="/conversations/:phone?" component={ConversationsPage} />
+        {may("workflows:manage") && <Route path="/workflows" component={WorkflowsPage} />}
+        {may("lines:manage") && <Route path="/lines" component={LinesPage} />}
+        {may("webhooks:manage") && <Route path="/webhooks" component={WebhooksPage} />}
+        {may("keys:manage") && <Route path="/keys" component={KeysPage} />}
+        <Route>
+          <Redirect to="/conversations" replace />
+        </Route>
+      </Switch>
+    </main>
   );
 }
 

@@ -18,6 +18,13 @@ import {
 } from "./support";
 
 const row = (page: Page, name: string) => page.getByRole("row", { name, exact: true });
+/** A key's cell under a column, by the column's header: the row has a time in "Created", "Last used" and "Revoked". */
+async function cell(page: Page, name: string, column: string) {
+  const headers = await page.getByRole("columnheader").allTextContents();
+  const at = headers.indexOf(column);
+  assert.ok(at >= 0, `the table has a "${column}" column (it has ${headers.join(", ")})`);
+  return row(page, name).locator("th, td").nth(at);
+}
 const KEY = /\btw_[A-Za-z0-9_-]{24,}/;
 
 describe("keys", () => {
@@ -77,7 +84,9 @@ describe("keys", () => {
       await row(page, "support-desk").getByRole("button", { name: "Revoke", exact: true }).click();
       await page.getByRole("dialog", { name: /Revoke key support-desk/ }).getByRole("button", { name: "Revoke key", exact: true }).click();
       await waitFor("the dialog to close", async () => (await page.getByRole("dialog").count()) === 0);
-      await waitFor("the row to show it revoked", async () => (await row(page, "support-desk").locator("time").count()) === 2);
+      const revoked = await cell(page, "support-desk", "Revoked");
+      await waitFor("the row to show it revoked", async () => (await revoked.locator("time").count()) === 1);
+      assert.equal(await (await cell(page, "support-desk", "Last used")).locator("time").count(), 1, "the key was used over REST");
       assert.equal(await row(page, "support-desk").getByRole("button", { name: "Revoke", exact: true }).count(), 0);
       assert.ok(!((await row(page, "support-desk").textContent()) ?? "").includes("Active"));
       assert.equal((await app.server.fetch("/api/messages/poll", {}, created)).status, 401);
@@ -85,6 +94,22 @@ describe("keys", () => {
       await consoleNav(other.page).getByRole("link", { name: "Workflows", exact: true }).click();
       await keyField(other.page).waitFor({ timeout: UI_MS });
       assert.deepEqual(other.foreignRequests(), []);
+    } finally {
+      await other.context.close();
+    }
+  });
+
+  test("a key without keys:manage has no Keys page: no link, and /console/keys opens Conversations", async () => {
+    const { key } = await app.server.api<{ key: string }>("POST", "/api/keys", { name: "reader", scopes: ["messages:read"] });
+    const other = await openConsole(app.browser, app.server);
+    try {
+      await signIn(other.page, key);
+      await other.page.goto("/console/keys");
+      await other.page.getByRole("heading", { level: 1, name: "Conversations", exact: true }).waitFor({ timeout: UI_MS });
+      assert.equal(new URL(other.page.url()).pathname, "/console/conversations");
+      assert.equal(await consoleNav(other.page).getByRole("link", { name: "Keys", exact: true }).count(), 0);
+      assert.deepEqual(other.foreignRequests(), []);
+      assert.deepEqual(other.problems, []);
     } finally {
       await other.context.close();
     }
