@@ -39,8 +39,8 @@ export interface App {
  * Builds the app over an open storage: its secrets (checked to open every stored one: a wrong
  * SECRET_KEY throws SecretKeyError) and its lines, the environment's written first.
  */
-export async function createApp(config: Config, storage: Storage, log: Logger, metrics?: Metrics): Promise<App> {
-  const secrets = await openSecrets(config, storage.dialect === "postgres", storage, log);
+export async function createApp(config: Config, storage: Storage, log: Logger, metrics?: Metrics, opts: { warnUnsealed?: boolean } = {}): Promise<App> {
+  const secrets = await openSecrets(config, storage.dialect === "postgres", storage, log, opts.warnUnsealed);
   const lines = await openLines({ config, log, storage, secrets });
   return {
     ...(metrics ? { metrics } : {}),

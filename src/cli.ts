@@ -108,7 +108,8 @@ class UsageError extends Error {}
 async function openApp() {
   const config = loadConfig();
   const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
-  return createApp(config, storage, createLogger(config.LOG_LEVEL === "debug" ? "debug" : "warn", {}, (l) => process.stderr.write(l)));
+  // The server's start warns when secrets are stored unencrypted; a command's one-line output does not repeat it.
+  return createApp(config, storage, createLogger(config.LOG_LEVEL === "debug" ? "debug" : "warn", {}, (l) => process.stderr.write(l)), undefined, { warnUnsealed: false });
 }
 
 /** Runs `work` with the app, closing its storage after. */

@@ -13,10 +13,10 @@ export const secretKeyFile = (databaseUrl: string) => join(dirname(resolve(datab
  * key for this process only. On PostgreSQL without SECRET_KEY there is none: every process
  * must share one, so none is made up (a warning says so, once a start).
  */
-export function loadSecretKey(config: { SECRET_KEY?: string | undefined; DATABASE_URL: string }, postgres: boolean, log: Logger): Buffer | undefined {
+export function loadSecretKey(config: { SECRET_KEY?: string | undefined; DATABASE_URL: string }, postgres: boolean, log: Logger, warnUnsealed = true): Buffer | undefined {
   if (config.SECRET_KEY) return parseSecretKey(config.SECRET_KEY);
   if (postgres) {
-    log.warn("SECRET_KEY is not set: line credentials and webhook signing secrets are stored unencrypted; set SECRET_KEY (the same on every process) to encrypt them (docs/lines.md)");
+    if (warnUnsealed) log.warn("SECRET_KEY is not set: line credentials and webhook signing secrets are stored unencrypted; set SECRET_KEY (the same on every process) to encrypt them (docs/lines.md)");
     return undefined;
   }
   if (config.DATABASE_URL === ":memory:") return parseSecretKey(newSecretKey());
@@ -69,8 +69,15 @@ export async function resealStored(storage: SecretStore, from: Secrets, to: Secr
 }
 
 /** The secrets of this process: its key loaded, and every stored secret checked to open (and sealed, once a key is set). */
-export async function openSecrets(config: { SECRET_KEY?: string | undefined; DATABASE_URL: string }, postgres: boolean, storage: SecretStore, log: Logger): Promise<Secrets> {
-  const secrets = createSecrets(loadSecretKey(config, postgres, log));
+export async function openSecrets(
+  config: { SECRET_KEY?: string | undefined; DATABASE_URL: string },
+  postgres: boolean,
+  storage: SecretStore,
+  log: Logger,
+  /** A server's start warns that secrets are stored unencrypted; a CLI command does not repeat it. */
+  warnUnsealed = true,
+): Promise<Secrets> {
+  const secrets = createSecrets(loadSecretKey(config, postgres, log, warnUnsealed));
   const sealed = await resealStored(storage, secrets, secrets);
   if (sealed > 0) log.info("encrypted stored secrets under SECRET_KEY", { count: sealed });
   return secrets;
