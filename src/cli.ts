@@ -288,7 +288,7 @@ async function backup(args: string[]) {
     process.stderr.write(
       "textwire: backup copies a SQLite database; on PostgreSQL use pg_dump, e.g.\n" +
         "  pg_dump --format=custom --file=textwire.dump \"$DATABASE_URL\"\n" +
-        "and pg_restore to restore it (docs/operations.md, Backup and restore)\n",
+        "and pg_restore to restore it (docs/postgresql.md, section \"Backups\")\n",
     );
     process.exit(2);
   }
