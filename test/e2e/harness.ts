@@ -350,6 +350,8 @@ export interface StartOptions {
   apiKey?: string | null;
   /** `bun run start MODE`: `api` (no workflows) or `worker` (no HTTP); default both. */
   mode?: "api" | "worker";
+  /** The installation `bun run start` runs in; default this checkout (ROOT). */
+  cwd?: string;
 }
 
 export interface Spawned {
@@ -381,12 +383,12 @@ export async function spawnServer(opts: StartOptions = {}): Promise<Spawned & { 
     ...opts.env,
   });
   // Object.assign keeps the stdout/stderr getters alive (a spread would freeze them).
-  return Object.assign(spawnBun(["run", "--silent", "start", ...(opts.mode ? [opts.mode] : [])], env), { db, apiKey });
+  return Object.assign(spawnBun(["run", "--silent", "start", ...(opts.mode ? [opts.mode] : [])], env, opts.cwd), { db, apiKey });
 }
 
-function spawnBun(args: string[], env: Record<string, string>): Spawned {
+function spawnBun(args: string[], env: Record<string, string>, cwd = ROOT): Spawned {
   const proc = Bun.spawn(["bun", ...args], {
-    cwd: ROOT,
+    cwd,
     env,
     stdin: "ignore",
     stdout: "pipe",
