@@ -60,12 +60,14 @@ export function startCheckpoints(sqlite: Database, gate: Gate): Checkpoints {
   worker.postMessage({ open: sqlite.filename, everyMs: CHECKPOINT_EVERY_MS });
   return {
     async stop() {
-      const done = new Promise<void>((resolve) => {
+      // A timer that holds the event loop: the unref'd thread alone would let the process end before its answer.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
         stopped = resolve;
-        setTimeout(resolve, STOP_WAIT_MS).unref();
+        timer = setTimeout(resolve, STOP_WAIT_MS);
+        worker.postMessage({ stop: true });
       });
-      worker.postMessage({ stop: true });
-      await done;
+      clearTimeout(timer);
       worker.terminate();
     },
   };
