@@ -124,7 +124,10 @@ async function withApp<T>(work: (app: App) => Promise<T>): Promise<T> {
 
 const print = (value: unknown) => process.stdout.write(`${typeof value === "string" ? value : JSON.stringify(value, null, 2)}\n`);
 
+/** The arguments named `names`, in order; an option where none is taken is named (a MESSAGE may start with "-"). */
 function expectArgs(args: string[], names: string[]): string[] {
+  const option = args.find((arg, i) => /^--?[a-z]/i.test(arg) && names[i] !== "MESSAGE");
+  if (option) throw new UsageError(`unknown option ${option.split("=")[0]}`);
   if (args.length !== names.length) throw new UsageError(`expected ${names.join(" ")}, got ${args.length} argument(s)`);
   return args;
 }
@@ -157,6 +160,7 @@ async function keys(args: string[]) {
         return;
       }
       case "list": {
+        expectArgs(rest, []);
         const rows = await listKeys(keys);
         if (rows.length === 0) return print("no keys stored (keys from API_KEYS are not listed)");
         const limits = (k: (typeof rows)[number]) =>
@@ -189,6 +193,7 @@ async function workflows(args: string[]) {
     for (const p of set.problems) process.stderr.write(`skipped ${p.path}: ${p.reason}\n`);
     switch (sub) {
       case "list": {
+        expectArgs(rest, []);
         const listed = await listWorkflows(set);
         if (listed.length === 0) return print(`no workflows in ${app.config.WORKFLOWS_DIR}`);
         const lines = ["NAME".padEnd(20) + "SCHEDULE".padEnd(18) + "TIMEZONE".padEnd(16) + "NEXT RUN".padEnd(26) + "LAST RESULT"];
@@ -250,6 +255,7 @@ async function webhooks(args: string[]) {
   };
   const extra = Object.keys(values).find((name) => !allowed[sub]!.includes(name));
   if (extra) throw new UsageError(`webhooks ${sub} does not take --${extra}`);
+  if (sub === "update" && Object.keys(values).length === 0) throw new UsageError(`webhooks update ID needs at least one of ${allowed.update!.map((name) => `--${name}`).join(", ")}`);
   const app = await openApp();
   const store = app.storage.webhooks;
   const deps = { storage: app.storage, webhooks: store, allowPrivateUrls: app.config.ALLOW_PRIVATE_URLS, actorKeyId: null, secrets: app.secrets };
@@ -328,7 +334,7 @@ async function backup(args: string[]) {
     process.stderr.write(
       "textwire: backup copies a SQLite database; on PostgreSQL use pg_dump, e.g.\n" +
         "  pg_dump --format=custom --file=textwire.dump \"$DATABASE_URL\"\n" +
-        "and pg_restore to restore it (docs/operations.md, Backup and restore)\n",
+        "and pg_restore to restore it (docs/postgresql.md, section \"Backups\")\n",
     );
     process.exit(2);
   }

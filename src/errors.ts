@@ -27,6 +27,8 @@ export interface ErrorDetails {
   message_id?: string;
   timestamp?: string;
   status?: string;
+  /** A 400's fields, each with what is wrong with it (given when a message names several). */
+  issues?: FieldIssue[];
 }
 
 /**
@@ -62,6 +64,9 @@ export const issuesMessage = (issues: FieldIssue[]) => issues.map((i) => `${i.pa
 /** Parses input outside the API (CLI, workflows) with the API's schemas and messages. */
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new AppError("BAD_REQUEST", issuesMessage(fieldIssues(result.error.issues)));
+  if (!result.success) {
+    const issues = fieldIssues(result.error.issues);
+    throw new AppError("BAD_REQUEST", issuesMessage(issues), {}, { issues });
+  }
   return result.data;
 }

@@ -174,10 +174,26 @@ const unhandled = (log: Logger) => (err: Error) => {
   );
 };
 
+/**
+ * Bun.serve, or one line naming the variable when its port cannot be had (another process
+ * listens there, or this user may not listen on it), as every other start failure.
+ */
+function listenOrExit<T>(variable: "PORT" | "WORKER_PORT", options: Bun.Serve.Options<T>): Bun.Server<T> {
+  try {
+    return Bun.serve(options);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const where = `${(options as { hostname?: string }).hostname}:${(options as { port?: number }).port}`;
+    if (code === "EADDRINUSE") fail(`${variable}: ${where} is in use by another process; stop it or set another ${variable}`);
+    if (code === "EACCES") fail(`${variable}: not allowed to listen on ${where}; choose a port above 1023 or another ${variable}`);
+    throw err;
+  }
+}
+
 function startHttp(app: App, log: Logger) {
   const http = createHttpHandler(app, { stopping: () => stopping });
   const slowRequestS = Math.ceil((app.config.BLUEBUBBLES_SEND_TIMEOUT_MS + app.config.GENERATOR_TIMEOUT_MS) / 1000) + 30;
-  const server = Bun.serve({
+  const server = listenOrExit("PORT", {
     port: app.config.PORT,
     hostname: app.config.HOST,
     // Bodies are limited by the handler (1 MiB, read as a stream), so that every oversized
@@ -200,7 +216,7 @@ function startHttp(app: App, log: Logger) {
 /** A worker's listener on WORKER_PORT: health, readiness and metrics only (src/api/operations.ts). */
 function startOperationsHttp(app: App, log: Logger, port: number) {
   const http = createOperationsHandler(app, { stopping: () => stopping });
-  const server = Bun.serve({
+  const server = listenOrExit("WORKER_PORT", {
     port,
     hostname: app.config.HOST,
     fetch: (req, srv) => http.fetch(req, srv.requestIP(req)?.address ?? "unknown"),

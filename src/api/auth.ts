@@ -63,6 +63,14 @@ export function checkCsrf(req: Request, session: LiveSession, isOwnOrigin: (orig
   }
 }
 
+/** Why an Authorization header gave no key: none sent, another scheme (`Basic …`), or `Bearer` alone. */
+function noKeyMessage(authorization: string | null): string {
+  const scheme = /^\s*([!#$%&'*+.^_`|~\w-]{1,20})(?:\s|$)/.exec(authorization ?? "")?.[1];
+  if (!scheme) return authorization?.trim() ? "authorization: must be 'Bearer <API_KEY>'" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'";
+  if (scheme.toLowerCase() !== "bearer") return `authorization: the scheme must be Bearer, not ${scheme}: 'Authorization: Bearer <API_KEY>'`;
+  return "authorization: expected one API key after Bearer: 'Authorization: Bearer <API_KEY>'";
+}
+
 export interface AuthOptions {
   /** Rate-limit tokens the request takes: one per procedure call, so a tRPC batch of N takes N. */
   calls?: number;
@@ -96,7 +104,7 @@ export async function authenticate(app: App, req: Request, clientAddress: string
         clientAddress,
         new AppError(
           "UNAUTHORIZED",
-          key ? "authorization: invalid API key" : "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'",
+          key ? "authorization: invalid API key" : noKeyMessage(authorization),
           { "WWW-Authenticate": "Bearer" },
         ),
       );

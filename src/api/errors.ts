@@ -46,6 +46,12 @@ function zodIssues(cause: unknown): ZodLikeIssue[] | null {
   return Array.isArray(issues) ? (issues as ZodLikeIssue[]) : null;
 }
 
+/** A 400's one issue from its message, "field: what is wrong" (`body` when it names no field): every 400 lists its issues. */
+function issueOf(message: string): FieldIssue {
+  const named = /^([A-Za-z_][\w.-]*): ([\s\S]+)$/.exec(message);
+  return named ? { path: named[1]!, message: named[2]! } : { path: "body", message };
+}
+
 /** A request that met an unreachable or busy database: retry, nothing is wrong with it. */
 const DATABASE_UNAVAILABLE = "database: unavailable or busy; retry later";
 /** How long a client should wait before retrying after a database that was unavailable, in seconds. */
@@ -67,14 +73,19 @@ export interface Failure {
  */
 export function failureOf(err: unknown): Failure {
   const cause = err instanceof TRPCError && err.cause ? err.cause : err;
-  if (cause instanceof AppError) return { body: { code: cause.code, message: cause.message, ...cause.details }, headers: cause.headers };
+  if (cause instanceof AppError) {
+    const body: ErrorBody = { code: cause.code, message: cause.message, ...cause.details };
+    if (body.code === "BAD_REQUEST") body.issues ??= [issueOf(body.message)];
+    return { body, headers: cause.headers };
+  }
   if (err instanceof TRPCError) {
     const issues = err.code === "BAD_REQUEST" ? zodIssues(err.cause) : null;
     if (issues) {
       const list = fieldIssues(issues);
       return { body: { code: "BAD_REQUEST", message: issuesMessage(list), issues: list }, headers: {} };
     }
-    if (err.code === "PARSE_ERROR") return { body: { code: "BAD_REQUEST", message: "body: malformed JSON" }, headers: {} };
+    if (err.code === "PARSE_ERROR") return { body: { code: "BAD_REQUEST", message: "body: malformed JSON", issues: [{ path: "body", message: "malformed JSON" }] }, headers: {} };
+    if (err.code === "BAD_REQUEST") return { body: { code: "BAD_REQUEST", message: err.message, issues: [issueOf(err.message)] }, headers: {} };
     if (err.code !== "INTERNAL_SERVER_ERROR" && err.code in HTTP_STATUS) return { body: { code: err.code as ErrorCode, message: err.message }, headers: {} };
   }
   if (isDatabaseUnavailable(cause)) {

@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { AppError } from "../errors";
 import { createToolServer, createToolSet, type TextwireApi } from "../mcp/tools";
 import { authenticate, takeRateLimit } from "./auth";
-import type { Failure } from "./errors";
+import { failureOf, HTTP_STATUS, type Failure } from "./errors";
 import type { AppRouter } from "./router";
 import { createCallerFactory, type Context } from "./trpc";
 
@@ -47,6 +47,17 @@ function callerApi(app: App, createCaller: (ctx: Context, opts: { signal: AbortS
 }
 
 /**
+ * A body that cannot be read, answered as the SDK answers its own (JSON-RPC, `id: null`):
+ * broken JSON is -32700, a body too large or not JSON -32000; the HTTP status is the edge's.
+ */
+function jsonRpcFailure(ctx: Context, edge: McpEdge, failure: Failure): Response {
+  edge.report(ctx, failure);
+  const status = HTTP_STATUS[failure.body.code];
+  const error = status === 400 ? { code: -32700, message: `Parse error: ${failure.body.message}` } : { code: -32000, message: failure.body.message };
+  return Response.json({ jsonrpc: "2.0", error, id: null }, { status });
+}
+
+/**
  * POST /mcp (docs/mcp.md): the Model Context Protocol over Streamable HTTP, stateless (a
  * server and transport per request, JSON answers, no session). In order: a browser Origin
  * not in MCP_ALLOWED_ORIGINS is 403 (DNS rebinding); the API key as for every route (401
@@ -66,7 +77,12 @@ export function createMcpRoute(app: App, router: AppRouter, edge: McpEdge): (req
     const keyId = key.id;
     Object.assign(ctx.responseHeaders, headers);
     const authed = Object.assign(ctx, { keyId, key });
-    const body = await edge.readJson(req);
+    let body: unknown;
+    try {
+      body = await edge.readJson(req);
+    } catch (err) {
+      return jsonRpcFailure(ctx, edge, failureOf(err));
+    }
     const others = (Array.isArray(body) ? body : [body]).filter((message) => methodOf(message) !== "tools/call").length;
     if (others > 0) Object.assign(ctx.responseHeaders, takeRateLimit(app, keyId, others));
     const server = createToolServer(callerApi(app, createCaller, authed), tools, (failure) => edge.report(ctx, failure), key);

@@ -467,7 +467,7 @@ function generateDocument(router: AppRouter, network: string) {
     title: "Textwire",
     version: pkg.version,
     description:
-      "Send text messages, read a contact's history, poll for inbound messages, generate replies. Every route but /health, /openapi.json and /docs needs `Authorization: Bearer <API_KEY>`. Every error is `{ success: false, error: { code, message, issues? } }` with an `X-Request-Id` header; a path not listed here is 404 NOT_FOUND, a method a path does not serve is 405 with `Allow`.",
+      "Send text messages, read a contact's history, poll for inbound messages, generate replies. Every route needs `Authorization: Bearer <API_KEY>` but these: /health, /health/live, /health/ready, /metrics (its own METRICS_TOKEN), /openapi.json, /docs, the console's page /console, signed media links /media/:id and the networks' signed webhooks. Every error is `{ success: false, error: { code, message, issues? } }` with an `X-Request-Id` header; a path not listed here is 404 NOT_FOUND, a method a path does not serve is 405 with `Allow`.",
     baseUrl: "/",
     securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `Authorization: Bearer <API_KEY>` (the scheme word is case-insensitive)." } },
   });

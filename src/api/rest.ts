@@ -11,6 +11,7 @@ import {
   normalizePath,
   unwrapZodType,
 } from "trpc-to-openapi";
+import { AppError } from "../errors";
 import type { Context, Meta } from "./trpc";
 
 /** How a REST operation gets its request: the JSON body (POST) or the query (GET), read by the HTTP edge. */
@@ -63,6 +64,10 @@ export function restProcedures(router: AnyRouter) {
   return found;
 }
 
+const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
+/** What a JSON value that is not an object is, for the 400 that refuses it. */
+const jsonKind = (value: unknown) => (value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`);
+
 function operation(path: string, procedure: AnyProcedure, method: string, route: string, status: number): RestOperation {
   const pattern = getPathRegExp(route);
   const type = procedure._def.type;
@@ -91,6 +96,7 @@ function operation(path: string, procedure: AnyProcedure, method: string, route:
     takesBody,
     status,
     call({ ctx, params, body, query, signal }) {
+      if (takesBody && body !== undefined && !isJsonObject(body)) throw new AppError("BAD_REQUEST", `body: must be a JSON object ({ … }), not ${jsonKind(body)}`);
       let input: Record<string, unknown> | undefined;
       if (takesInput) input = reading ? { ...queryFields(query, arrayFields), ...params } : { ...(body as object | undefined), ...params };
       return procedure({ ctx, path, type, getRawInput: async () => input, signal, batchIndex: 0 });

@@ -1,5 +1,6 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import { z } from "zod";
@@ -288,6 +289,33 @@ const INSTRUCTIONS =
   "write with send_message (always with an idempotency_key) or generate_reply. A contact that replied STOP cannot be texted until it replies START (get_contact says). " +
   "A refused call is a result with isError whose text says which argument or rule refused it.";
 
+/**
+ * Why a tools/call request's params are not `{ name, arguments? }`, in one sentence, or
+ * undefined when they are. The SDK would parse them first and answer -32603 with zod's
+ * issue list (protocol.js setRequestHandler); JSON-RPC 2.0 says invalid params are -32602.
+ */
+export function toolCallParamsProblem(params: unknown): string | undefined {
+  if (typeof params !== "object" || params === null || Array.isArray(params)) return "Invalid params: tools/call takes params { name, arguments }, an object";
+  const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
+  if (typeof name !== "string") return "Invalid params: params.name must be the name of a tool, a string (tools/list names them)";
+  if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) return "Invalid params: params.arguments must be an object of the tool's arguments";
+  return undefined;
+}
+
+/** The SDK's server, answering a tools/call with malformed params -32602 before the SDK parses it. */
+class ToolServer extends Server {
+  override async connect(transport: Transport): Promise<void> {
+    await super.connect(transport);
+    const deliver = transport.onmessage!;
+    transport.onmessage = (message, extra) => {
+      const request = message as { method?: unknown; id?: unknown; params?: unknown };
+      const problem = request.method === "tools/call" && (typeof request.id === "string" || typeof request.id === "number") ? toolCallParamsProblem(request.params) : undefined;
+      if (problem === undefined) return deliver(message, extra);
+      void transport.send({ jsonrpc: "2.0", id: request.id as string | number, error: { code: ErrorCode.InvalidParams, message: problem } });
+    };
+  }
+}
+
 /** One validator for every server: the SDK would build one per server otherwise. */
 const validator = new AjvJsonSchemaValidator();
 
@@ -303,7 +331,7 @@ export function createToolServer(
   onFailure: (failure: Failure) => void,
   key: Pick<KeyAuth, "scopes"> = { scopes: [ALL_SCOPES] },
 ): Server {
-  const server = new Server({ name: "textwire", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator });
+  const server = new ToolServer({ name: "textwire", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator });
   const mayCall = (scopes: readonly Scope[]) => scopeRefusal(key, scopes[0]!, ...scopes.slice(1));
   const tools = listed.filter((t) => mayCall(t.scopes) === null).map(({ scopes: _, ...t }) => t);
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));

@@ -195,7 +195,7 @@ export function createTwilioNetwork(config: TwilioConfig): NetworkDriver {
       // Twilio keeps its own opt-out list: a number that replied STOP is refused with 21610.
       if (body.code === TWILIO_UNSUBSCRIBED) throw new RecipientOptedOut(reason);
       if (res.status === 429) throw new AppError("TOO_MANY_REQUESTS", reason, { "Retry-After": res.headers.get("retry-after") ?? "1" });
-      if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403) throw new AppError("BAD_REQUEST", reason);
+      if (res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 403) throw new AppError("BAD_REQUEST", reason, {}, { issues: [{ path: "body", message: reason }] });
       throw new AppError("BAD_GATEWAY", reason);
     },
 

@@ -236,6 +236,11 @@ export function expectError(reply: Reply<unknown>, status: number, code: string,
   expect(body.error.code).toBe(code);
   expect(typeof body.error.message).toBe("string");
   expect(body.error.message.length).toBeGreaterThan(0);
+  // Every 400 lists its issues, each a field (or `body`) and what is wrong with it.
+  if (status === 400) {
+    const issues = body.error.issues as { path?: unknown; message?: unknown }[] | undefined;
+    expect([Array.isArray(issues) && issues.length > 0 && issues.every((i) => typeof i.path === "string" && typeof i.message === "string"), reply.text]).toEqual([true, reply.text]);
+  }
   expectNoLeak(reply.text, secrets);
   return body;
 }

@@ -74,6 +74,20 @@ describe("who gets in", () => {
     });
   }
 
+  test("the 401 says what was wrong with the header: none, another scheme, no key after Bearer, a wrong key", async () => {
+    const said: [string | null, string][] = [
+      [null, "authorization: missing header, expected 'Authorization: Bearer <API_KEY>'"],
+      [`Basic ${btoa(`${server.apiKey}:`)}`, "authorization: the scheme must be Bearer, not Basic: 'Authorization: Bearer <API_KEY>'"],
+      [`token ${server.apiKey}`, "authorization: the scheme must be Bearer, not token: 'Authorization: Bearer <API_KEY>'"],
+      ["Bearer", "authorization: expected one API key after Bearer: 'Authorization: Bearer <API_KEY>'"],
+      [`Bearer ${newApiKey()}`, "authorization: invalid API key"],
+    ];
+    for (const [header, message] of said) {
+      const reply = await call(server, "GET", "/api/messages/poll", header === null ? { key: null } : { headers: { authorization: header } });
+      expect([header, expectError(reply, 401, "UNAUTHORIZED").error.message]).toEqual([header, message]);
+    }
+  });
+
   test("a key in the query string is not accepted", async () => {
     const reply = await call(server, "GET", `/api/messages/poll?api_key=${server.apiKey}&key=${server.apiKey}`, { key: null });
     expectError(reply, 401, "UNAUTHORIZED");

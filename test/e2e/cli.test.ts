@@ -167,6 +167,14 @@ describe("with a server running on the same database", () => {
     expectOneLineError(await cli("frobnicate"));
   });
 
+  test("an option a command does not take is named, exit 2", async () => {
+    for (const args of [["keys", "list", "--all"], ["keys", "revoke", "ci", "--force"], ["network", "-v"], ["read", "+14155550123", "--all=1"]]) {
+      const r = await cli(...args);
+      const option = args.at(-1)!.split("=")[0]!;
+      expect([args, r.code, lines(r.stderr)]).toEqual([args, 2, [`textwire: unknown option ${option} (see: bun run textwire help)`]]);
+    }
+  });
+
   test("the server's own output never shows a CLI-created key", () => {
     for (const key of [botKey, otherKey]) {
       expect(server.stdout).not.toContain(key);
@@ -280,7 +288,7 @@ describe("webhooks", () => {
     ["an option of another command", ["create", RECEIVER, "--status", "failed"], "--status"],
     ["no URL", ["create"], "url"],
     ["an unknown endpoint", ["update", "we_nope", "--disable"], "not found"],
-    ["nothing to change", ["update", "we_nope"]],
+    ["nothing to change", ["update", "we_nope"], "needs at least one of --url, --events, --all-events, --description, --enable, --disable"],
     ["--enable with --disable", ["update", "we_nope", "--enable", "--disable"], "--enable"],
     ["--events with --all-events", ["update", "we_nope", "--events", "message.received", "--all-events"], "--all-events"],
     ["delete of an unknown endpoint", ["delete", "we_nope"], "not found"],
@@ -296,6 +304,17 @@ describe("webhooks", () => {
       expectOneLineError(await cli(...args), mentions);
     });
   }
+
+  test("usage errors exit 2 and speak of the command line: update with no flag, an unknown option", async () => {
+    for (const [args, line] of [
+      [["update", "we_nope"], "textwire: webhooks update ID needs at least one of --url, --events, --all-events, --description, --enable, --disable (see: bun run textwire help)"],
+      [["list", "--bogus"], "--bogus"],
+      [["delete", "we_nope", "--force"], "--force"],
+    ] as [string[], string][]) {
+      const r = await cli(...args);
+      expect([args, r.code, lines(r.stderr).length, lines(r.stderr)[0]!.includes(line)]).toEqual([args, 2, 1, true]);
+    }
+  });
 
   test("without ALLOW_PRIVATE_URLS an http URL is refused, naming url, and nothing is stored", async () => {
     const before = (await call<{ endpoints: unknown[] }>(server, "GET", "/api/webhook-endpoints")).body.endpoints.length;

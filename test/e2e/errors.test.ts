@@ -151,6 +151,39 @@ function errorSuite(label: string, env: Record<string, string>) {
       expect((await history(server, p)).total).toBe(0);
     });
 
+    test("a JSON body that is not an object: a 400 saying the body must be an object, not field errors", async () => {
+      for (const [route, raw, kind] of [
+        ["/api/send", "[1,2]", "an array"],
+        ["/api/send", '"hello"', "a string"],
+        ["/api/send", "3", "a number"],
+        ["/api/send", "null", "null"],
+        ["/webhooks/loopback", "[]", "an array"],
+        ["/api/webhook-endpoints", "true", "a boolean"],
+      ]) {
+        const reply = await call(server, "POST", route!, { raw, headers: { "content-type": "application/json" } });
+        const message = `must be a JSON object ({ … }), not ${kind}`;
+        expect([route, raw, expectError(reply, 400, "BAD_REQUEST").error]).toEqual([route, raw, { code: "BAD_REQUEST", message: `body: ${message}`, issues: [{ path: "body", message }] }]);
+      }
+    });
+
+    test("every 400 lists its issues: send_at, chat_id, reply_to, a webhook URL, the Idempotency-Key, malformed JSON", async () => {
+      const p = newPhone();
+      const cases: [string, string, Record<string, unknown> | string, string, Record<string, string>?][] = [
+        ["/api/send", "send_at", { phone: p, message: "hi", send_at: "2001-01-01T00:00:00Z" }, "send_at"],
+        ["/api/send", "chat_id", { chat_id: "grp_nothing", message: "hi" }, "chat_id"],
+        ["/api/send", "reply_to", { phone: p, message: "hi", reply_to: crypto.randomUUID() }, "reply_to"],
+        ["/api/webhook-endpoints", "url", { url: "http://example.com/hook" }, "url"],
+        ["/api/send", "idempotency-key", { phone: p, message: "hi" }, "idempotency-key", { "idempotency-key": "\u00e9" }],
+        ["/api/send", "malformed JSON", '{"phone":', "body"],
+      ];
+      for (const [route, what, body, path, headers] of cases) {
+        const reply = await call(server, "POST", route, typeof body === "string" ? { raw: body, headers: { "content-type": "application/json" } } : { body, headers: headers ?? {} });
+        const { error } = expectError(reply, 400, "BAD_REQUEST");
+        expect([what, error.issues]).toEqual([what, [{ path, message: error.message.slice(path.length + 2) }]]);
+      }
+      expect((await history(server, p)).total).toBe(0);
+    });
+
     test("a body just under 1 MiB is read (400 for the message length, not 413)", async () => {
       const reply = await call(server, "POST", "/api/send", { raw: sendBodyOfSize(ONE_MIB - 16, phone), headers: { "content-type": "application/json" } });
       expectBadField(reply, "message");

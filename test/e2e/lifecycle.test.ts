@@ -122,6 +122,17 @@ describe("running", () => {
     expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 
+  test("a port in use: one line naming PORT, no stack trace, exit 1", async () => {
+    const taken = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("taken") });
+    try {
+      const child = await spawnServer({ db: newDb(await testDatabase()), env: { PORT: String(taken.port) } });
+      expect(await child.exited()).toBe(1);
+      expect(lines(child.stderr)).toEqual([`textwire: PORT: 127.0.0.1:${taken.port} is in use by another process; stop it or set another PORT`]);
+    } finally {
+      taken.stop(true);
+    }
+  });
+
   test("every log line on stdout is a JSON object", async () => {
     const server = await boot({});
     await send(server, newPhone(), "log me");

@@ -301,6 +301,42 @@ describe("HTTP: keys, rate limits, Origin, methods", () => {
     await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))).rejects.toThrow();
   });
 
+  test("the Basic scheme: the 401 says it must be Bearer", async () => {
+    const basic = await post(server, { authorization: `Basic ${btoa(`${server.apiKey}:`)}` });
+    expect(basic.status).toBe(401);
+    expect(basic.body.error.message).toBe("authorization: the scheme must be Bearer, not Basic: 'Authorization: Bearer <API_KEY>'");
+  });
+
+  test("broken JSON is JSON-RPC's -32700 parse error, as an invalid JSON-RPC message is", async () => {
+    const headers = { accept: "application/json, text/event-stream", "content-type": "application/json" };
+    const broken = await call(server, "POST", "/mcp", { raw: '{"jsonrpc":"2.0","id":1,', headers });
+    expect(broken.status).toBe(400);
+    expect(broken.body).toEqual({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: body: malformed JSON" }, id: null });
+    const notJsonRpc = await call(server, "POST", "/mcp", { raw: '{"hello":1}', headers });
+    expect(notJsonRpc.status).toBe(400);
+    expect(notJsonRpc.body).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 }, id: null });
+    const notJson = await call(server, "POST", "/mcp", { raw: "hello", headers: { ...headers, "content-type": "text/plain" } });
+    expect(notJson.status).toBe(415);
+    const { error } = notJson.body as { error: { code: number; message: string } };
+    expect([error.code, error.message.startsWith("content-type: must be application/json")]).toEqual([-32000, true]);
+  });
+
+  test("tools/call with params that are not { name, arguments }: -32602 invalid params, one sentence", async () => {
+    const cases: [unknown, string][] = [
+      [{ arguments: {} }, "Invalid params: params.name must be the name of a tool, a string (tools/list names them)"],
+      [{ name: 7 }, "Invalid params: params.name must be the name of a tool, a string (tools/list names them)"],
+      [{ name: "get_contact", arguments: [] }, "Invalid params: params.arguments must be an object of the tool's arguments"],
+      [undefined, "Invalid params: tools/call takes params { name, arguments }, an object"],
+    ];
+    for (const [params, message] of cases) {
+      const body = { jsonrpc: "2.0", id: 9, method: "tools/call", ...(params === undefined ? {} : { params }) };
+      const reply = await call(server, "POST", "/mcp", { body, headers: { accept: "application/json, text/event-stream" } });
+      expect([params, reply.status, reply.body]).toEqual([params, 200, { jsonrpc: "2.0", id: 9, error: { code: -32602, message } }]);
+    }
+    const unknown = await call(server, "POST", "/mcp", { body: { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "nope" } }, headers: { accept: "application/json, text/event-stream" } });
+    expect(unknown.body).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32602, message: "MCP error -32602: Tool nope not found" } });
+  });
+
   test("a browser Origin not in MCP_ALLOWED_ORIGINS: 403; a listed one works", async () => {
     const foreign = await post(server, { origin: "http://evil.example.test" });
     expect(foreign.status).toBe(403);

@@ -231,6 +231,16 @@ describe("GET /openapi.json", () => {
   test("the document is public, the routes it describes are not", async () => {
     expect((await server.fetch("/api/messages/poll", {}, null)).status).toBe(401);
   });
+
+  test("its description names every route that takes no key, and each answers without one", async () => {
+    const description = String((doc.info as Json).description);
+    const keyless = ["/health", "/health/live", "/health/ready", "/metrics", "/openapi.json", "/docs", "/console", "/media/:id"];
+    for (const path of keyless) expect(description).toContain(` ${path}`);
+    for (const path of keyless) {
+      const res = await server.fetch(path.replace(":id", "med_nothing"), {}, null);
+      expect([path, res.status === 401]).toEqual([path, false]);
+    }
+  });
 });
 
 describe("GET /docs", () => {

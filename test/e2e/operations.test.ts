@@ -4,7 +4,7 @@
 //   backup began; on PostgreSQL it points to pg_dump and exits 2;
 // - a maintenance round purges rows past retention and keeps the rest.
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { call, history, newPhone, type SendResult } from "./api";
 import { onPostgres, runCli, sqliteDatabase, startServer, testDatabase, testOnSqlite, waitFor, type Server } from "./harness";
@@ -66,6 +66,9 @@ describe("backup", () => {
     await db?.cleanup();
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("pg_dump --format=custom");
+    // The section it points to is there, under that name.
+    const [, file, section] = /\((docs\/[\w.]+), section "([^"]+)"\)/.exec(result.stderr)!;
+    expect(readFileSync(join(import.meta.dir, "../..", file!), "utf8").split("\n")).toContain(`## ${section}`);
     expect(existsSync("/tmp/never-written.db")).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { microClock } from "../../vocabulary/time";
 import type { Repositories, Storage } from "../port";
+import { startCheckpoints } from "./checkpoints";
 import { BUSY_LIMIT_MS, Gate, gated, inTransaction, whileBusy, type Sync, type SyncRepositories } from "./gate";
 import { openChecker, openSqlite, probeWrite, takesWrite } from "./open";
 import { sqliteRepositories } from "./repositories";
@@ -39,6 +40,7 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Sqlite
   const tx = each((repository) => inTransaction(repository, isOpen));
   const memory = sqlite.filename === ":memory:" || sqlite.filename === "";
   let checker: Database | undefined;
+  const checkpoints = memory ? undefined : startCheckpoints(sqlite, gate);
 
   return {
     dialect: "sqlite",
@@ -82,6 +84,7 @@ export function openSqliteStorage(url: string, opts: SqliteOptions = {}): Sqlite
     },
 
     async close() {
+      await checkpoints?.stop();
       await gate.take();
       checker?.close();
       sqlite.close();
