@@ -4,6 +4,7 @@ import { Link, Redirect, Route, Router, Switch, useRoute } from "wouter";
 import { ErrorAlert } from "./components/error-alert";
 import { useLiveUpdates } from "./live";
 import { ConversationsPage } from "./pages/conversations";
+import { DraftsPage } from "./pages/drafts";
 import { KeysPage } from "./pages/keys";
 import { WebhooksPage } from "./pages/webhooks";
 import { WorkflowsPage } from "./pages/workflows";
@@ -15,6 +16,7 @@ import { createConsoleClient, createQueryClient, TRPCProvider } from "./trpc";
 /** The pages, each shown only to a session whose key holds its scope. */
 const PAGES = [
   { path: "/conversations", label: "Conversations", scope: "messages:read" },
+  { path: "/drafts", label: "Drafts", scope: "drafts:approve" },
   { path: "/workflows", label: "Workflows", scope: "workflows:manage" },
   { path: "/webhooks", label: "Webhooks", scope: "webhooks:manage" },
   { path: "/keys", label: "Keys", scope: "keys:manage" },
@@ -75,6 +77,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         <Switch>
           <Route path="/conversations/group/:chat" component={ConversationsPage} />
           <Route path="/conversations/:phone?" component={ConversationsPage} />
+          {may("drafts:approve") && <Route path="/drafts" component={DraftsPage} />}
           {may("workflows:manage") && <Route path="/workflows" component={WorkflowsPage} />}
           {may("webhooks:manage") && <Route path="/webhooks" component={WebhooksPage} />}
           {may("keys:manage") && <Route path="/keys" component={KeysPage} />}

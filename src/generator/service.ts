@@ -31,7 +31,6 @@ export async function generateReply(
   input: Omit<GenerateRequest, "phone"> & { phone?: string; chat_id?: string; autoSend?: boolean },
   opts: { signal?: AbortSignal; claim?: Claim } = {},
 ): Promise<ReturnType<typeof generatedAnswer>> {
-  if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
   // The input schema lets exactly one of phone and chat_id through.
   const target = input.chat_id !== undefined ? await chatTarget(deps, input.chat_id) : { phone: input.phone! };
   const { chat_id: _, ...request } = { ...input, phone: target.phone };
@@ -40,6 +39,7 @@ export async function generateReply(
     const verdict = await sendVerdict(deps.storage, target.group ? { phone: "", groupId: target.group.id } : { phone: target.phone }, { automated: true, key: deps.key });
     if (verdict.action === "skip" || verdict.action === "refuse") throw verdict.error;
   }
+  if (!deps.generator) throw new AppError("SERVICE_UNAVAILABLE", NO_GENERATOR);
   const generator = deps.generator;
   const text = await withSpan("generate", { "textwire.generator.model": generator.model }, () => generator.generate(request, opts.signal));
   const problem = messageTextProblem(text, deps.config.MAX_MESSAGE_LENGTH);

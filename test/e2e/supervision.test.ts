@@ -142,9 +142,9 @@ test("a worker apart from the API (TEXTWIRE_URL) drafts in a supervised chat, sk
   await inbound(api, plain, "hi");
   await waitFor("the plain contact answered", 20_000, async () => (await outbound(api, plain)).length === 1, () => worker.stdout + worker.stderr);
   await Bun.sleep(2_500);
-  const [{ value }] = await local.query<{ value: string }>("SELECT value FROM workflow_state WHERE workflow = 'naive' AND key = 'outcomes'");
+  const [state] = await local.query<{ value: string }>("SELECT value FROM workflow_state WHERE workflow = 'naive' AND key = 'outcomes'");
   // The human chat's messages are passed over by poll; the STOPs are skipped; the supervised chat drafts.
-  expect(JSON.parse(value)).toEqual([
+  expect(JSON.parse(state!.value)).toEqual([
     ["hello", "sent"],
     ["STOP", "opted_out"],
     ["question", "drafted"],

@@ -321,7 +321,8 @@ export const messagesRouter = (maxMessageLength: number) =>
       .mutation(async ({ ctx, input, signal }) => {
         const { auto_send, ...request } = input;
         // Writing a reply needs drafts:write or messages:send; with auto_send the send decides the rest (src/messages/send-policy.ts): a drafting key's is a draft.
-        requireScope(ctx.key, "drafts:write", "messages:send");
+        if (auto_send === true) requireScope(ctx.key, "messages:send", "drafts:write");
+        else requireScope(ctx.key, "drafts:write", "messages:send");
         const lockMs = ctx.app.config.GENERATOR_TIMEOUT_MS + SEND_LOCK_MS;
         return idempotentMutation(ctx, "generate", input, lockMs, (claim) => generateReply({ ...ctx.app, key: ctx.key }, { ...request, autoSend: auto_send === true }, { signal, claim }));
       }),

@@ -3,11 +3,15 @@ import { ErrorAlert } from "../components/error-alert";
 import { useTRPC } from "../trpc";
 import { useMessageForm } from "./use-message-form";
 
-/** Sends to the thread's contact, or into its group (`chat_id`); Enter in the field submits the form; disabled for an opted-out contact. */
+/**
+ * Sends to the thread's contact, or into its group (`chat_id`); Enter in the field submits the
+ * form; disabled for an opted-out contact. A person's send: it takes the chat over (`handoff`),
+ * so automations stay silent there until it is handed back (docs/supervision.md).
+ */
 export function Composer({ to, optedOut = false }: { to: { phone: string } | { chat_id: string }; optedOut?: boolean }) {
   const trpc = useTRPC();
   const noteId = useId();
-  const { text, setText, mutation: send, submit } = useMessageForm(to, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
+  const { text, setText, mutation: send, submit } = useMessageForm({ ...to, handoff: true }, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
   return (
     <form onSubmit={submit}>
       <fieldset role="group" disabled={optedOut} aria-describedby={optedOut ? noteId : undefined}>
