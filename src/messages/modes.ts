@@ -40,10 +40,15 @@ export async function setChatMode(deps: { storage: Storage; config?: Parameters<
  * After a person's send into a chat: with `handoff` it becomes `human` (by the sender's key);
  * a chat already `human` stays so HANDOFF_MINUTES from now (each person's send restarts the time).
  */
-export async function afterPersonSend(deps: { storage: Storage; config?: Parameters<typeof handoffOf>[0] }, chatId: string, handoff: boolean, by: string | null): Promise<void> {
+export async function afterPersonSend(
+  deps: { storage: Storage; config?: Parameters<typeof handoffOf>[0] },
+  chatId: string,
+  send: { handoff: boolean; keepsHuman: boolean },
+  by: string | null,
+): Promise<void> {
   const { forMs } = handoffOf(deps.config);
-  if (handoff) await deps.storage.transaction((tx) => changeMode(tx, chatId, "human", by, forMs));
-  else await deps.storage.chats.extendHuman(chatId, forMs);
+  if (send.handoff) await deps.storage.transaction((tx) => changeMode(tx, chatId, "human", by, forMs));
+  else if (send.keepsHuman) await deps.storage.chats.extendHuman(chatId, forMs);
 }
 
 /** How many human chats one sweep returns at most; the rest wait for the next. */

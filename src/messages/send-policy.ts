@@ -12,7 +12,8 @@ import { OPTED_OUT_MESSAGE } from "./opt-out";
  * here; the paths act on the verdict (docs/supervision.md).
  */
 export type Verdict =
-  | { action: "send"; handoff: boolean }
+  /** `handoff`: a person takes the chat over; `keepsHuman`: a person's send into a human chat, which restarts its time. */
+  | { action: "send"; handoff: boolean; keepsHuman: boolean }
   | { action: "draft" }
   /** Refused by policy: the API answers `error`; a workflow returns `{ skipped: reason }`. */
   | { action: "skip"; reason: SkipReason; error: AppError }
@@ -69,11 +70,11 @@ export function decideSend(facts: SendFacts): Verdict {
   }
   const skip = (reason: SkipReason): Verdict => ({ action: "skip", reason, error: skipErrors[reason](group) });
   if (!group && facts.optedOut) return automated ? skip("opted_out") : { action: "refuse", error: skipErrors.opted_out(group) };
-  if (!automated) return { action: "send", handoff: facts.handoff === true && facts.mode !== "human" };
+  if (!automated) return { action: "send", handoff: facts.handoff === true && facts.mode !== "human", keepsHuman: facts.mode === "human" };
   if (group && facts.muted) return skip("muted");
   if (facts.mode === "human") return skip("human");
   if (drafting || facts.mode === "supervised") return { action: "draft" };
-  return { action: "send", handoff: false };
+  return { action: "send", handoff: false, keepsHuman: false };
 }
 
 /** Approving drafts needs drafts:approve, and never from a key that may only draft: no key approves what it proposed. */

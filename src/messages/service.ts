@@ -181,7 +181,7 @@ export async function sendTo(
   deps.metrics?.message("outbound", row.network, row.status);
   if (chosen.rerouted) await recordReroute(deps, row, chosen.rerouted.from, line, chosen.rerouted.reason);
   // A person's send: it may take the chat over, and in a human chat restarts its time (the direct chat exists once its message is stored).
-  if (!automated && verdict.action === "send") await afterPersonSend(deps, target.group?.id ?? directChatId(target.phone), verdict.handoff, by);
+  if (!automated && verdict.action === "send") await afterPersonSend(deps, target.group?.id ?? directChatId(target.phone), verdict, by);
   if (row.status === "scheduled" || drafted) return toRecord(row, keptRows(row.id));
   return sendStored(deps, row, ourTyping, { media: kept, replied, group: target.group }, via);
 }
