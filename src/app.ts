@@ -42,6 +42,8 @@ export interface App {
 export async function createApp(config: Config, storage: Storage, log: Logger, metrics?: Metrics, opts: { warnUnsealed?: boolean } = {}): Promise<App> {
   const secrets = await openSecrets(config, storage.dialect === "postgres", storage, log, opts.warnUnsealed);
   const lines = await openLines({ config, log, storage, secrets });
+  // The mode of every chat not set by hand, for every process's reads (src/db/chats.ts).
+  await storage.chats.setDefaultMode(config.DEFAULT_CHAT_MODE);
   return {
     ...(metrics ? { metrics } : {}),
     config,

@@ -16,10 +16,12 @@ import { editOurMessage, unsendOurMessage } from "./messages/edits";
 import { networkInfo } from "./messages/network-actions";
 import { reactToMessage, removeOurReaction } from "./messages/reactions";
 import { markConversationRead } from "./messages/read-state";
-import { chatMessagesInput, chatsInput, createChatInput } from "./messages/chat-schemas";
-import { listChatMessages, listChats } from "./messages/chats";
+import { chatMessagesInput, chatsInput, createChatInput, updateChatInput } from "./messages/chat-schemas";
+import { chatRecordById, listChatMessages, listChats } from "./messages/chats";
+import { approveDraft, listDrafts, rejectDraft } from "./messages/drafts";
+import { setChatMode } from "./messages/modes";
 import { createGroup } from "./messages/groups";
-import { editInput, inboundInput, messageIdInput, reactInput, sendInput } from "./messages/schemas";
+import { approveInput, editInput, inboundInput, messageIdInput, reactInput, scheduledInput, sendInput } from "./messages/schemas";
 import { sendMessage } from "./messages/service";
 import { receiveLoopback } from "./messages/network-events";
 import { setOurTyping } from "./messages/typing";
@@ -69,6 +71,11 @@ const USAGE = `usage: bun run textwire <command>
                             a chat's messages, newest first, with their senders
   chats create PHONE,PHONE,... MESSAGE [--name NAME]
                             create a group by sending its first message
+  chats mode ID auto|supervised|human
+                            set who answers in a chat (docs/supervision.md)
+  chats drafts [--limit N]  drafts waiting for a person, oldest first
+  chats approve ID [--message TEXT] | chats reject ID
+                            send a draft (edited with --message) or reject it
   inbound PHONE MESSAGE     deliver an inbound message on a loopback line
   network                   the network and what it can do (reactions, typing, ...)
   react ID REACTION         react to a message: ${REACTIONS.join(", ")}
@@ -344,15 +351,15 @@ async function backup(args: string[]) {
 
 async function chats(args: string[]) {
   const [sub, ...rest] = args;
-  const known = ["list", "messages", "create"];
+  const known = ["list", "messages", "create", "mode", "drafts", "approve", "reject"];
   if (!sub || !known.includes(sub)) throw new UsageError(`unknown chats command ${sub ? `"${sub}"` : "(none)"}; use ${known.join(", ")}`);
   const { values, positionals } = parseArgs({
     args: rest,
-    options: { kind: { type: "string" }, limit: { type: "string" }, name: { type: "string" } },
+    options: { kind: { type: "string" }, limit: { type: "string" }, name: { type: "string" }, message: { type: "string" } },
     strict: true,
     allowPositionals: true,
   });
-  const allowed: Record<string, string[]> = { list: ["kind", "limit"], messages: ["limit"], create: ["name"] };
+  const allowed: Record<string, string[]> = { list: ["kind", "limit"], messages: ["limit"], create: ["name"], mode: [], drafts: ["limit"], approve: ["message"], reject: [] };
   const extra = Object.keys(values).find((name) => !allowed[sub]!.includes(name));
   if (extra) throw new UsageError(`chats ${sub} does not take --${extra}`);
   return withApp(async (app) => {
@@ -369,6 +376,25 @@ async function chats(args: string[]) {
       case "messages": {
         const [id] = expectArgs(positionals, ["ID"]);
         return print(await listChatMessages(app.storage, parseInput(chatMessagesInput, { id, limit: values.limit })));
+      }
+      // The CLI acts as the operator: `by` null in the events, as for its other admin actions.
+      case "mode": {
+        const [id, mode] = expectArgs(positionals, ["ID", "MODE"]);
+        const input = parseInput(updateChatInput, { id, mode });
+        await setChatMode(app, input.id, input.mode!, null);
+        return print(await chatRecordById(app.storage, input.id));
+      }
+      case "drafts":
+        expectArgs(positionals, []);
+        return print(await listDrafts(app, parseInput(scheduledInput, { limit: values.limit })));
+      case "approve": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        const input = parseInput(approveInput(app.config.MAX_MESSAGE_LENGTH), { id, message: values.message });
+        return print(await approveDraft(app, input.id, input.message, null));
+      }
+      case "reject": {
+        const [id] = expectArgs(positionals, ["ID"]);
+        return print(await rejectDraft(app, parseInput(messageIdInput, { id }).id, null));
       }
       default: {
         const [phones, message] = expectArgs(positionals, ["PHONE,PHONE,...", "MESSAGE"]);

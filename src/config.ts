@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseTrustedProxy } from "./api/client-address";
 import { parseSecretKey } from "./secrets/seal";
 import { DEFAULT_MENTION_PATTERNS } from "./workflows/mentions";
+import { CHAT_MODES, DEFAULT_HANDOFF_KEYWORDS, DEFAULT_HANDOFF_MINUTES } from "./vocabulary/chat-modes";
 
 const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 
@@ -109,6 +110,21 @@ export const configSchema = z.object({
     .default(DEFAULT_MENTION_PATTERNS.join(","))
     .transform((s) => s.split(",").map((word) => word.trim()).filter(Boolean))
     .pipe(z.array(z.string().max(100, { error: "each word must be at most 100 characters" })).min(1, { error: "must hold at least one word, e.g. textwire" })),
+  /** The mode of every chat not set by hand (docs/supervision.md): auto, supervised or human. */
+  DEFAULT_CHAT_MODE: z.enum(CHAT_MODES, `must be one of ${CHAT_MODES.join(", ")}`).default("auto"),
+  /** Inbound texts that hand a chat to a person (docs/supervision.md): comma-separated words, matched as STOP is. */
+  HANDOFF_KEYWORDS: z
+    .string()
+    .default(DEFAULT_HANDOFF_KEYWORDS.join(","))
+    .transform((s) => s.split(",").map((word) => word.trim()).filter(Boolean))
+    .pipe(z.array(z.string().max(100, { error: "each word must be at most 100 characters" }))),
+  /** How long a chat a person took over stays `human` after the last person's send; fractions allowed (docs/supervision.md). */
+  HANDOFF_MINUTES: z
+    .string()
+    .trim()
+    .default(String(DEFAULT_HANDOFF_MINUTES))
+    .refine((v) => /^\d+(\.\d+)?$/.test(v) && Number(v) > 0 && Number(v) <= 525_600, "must be a number of minutes above 0, at most 525600 (fractions allowed, e.g. 0.5)")
+    .transform(Number),
   /** How often maintenance runs; shorter only for tests (docs/operations.md). */
   MAINTENANCE_INTERVAL_MS: int(100).default(60000),
   /** Browser origins allowed to call /mcp (docs/mcp.md); a request with any other Origin header is 403. */

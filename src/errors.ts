@@ -23,7 +23,8 @@ export type ErrorCode =
  * (`reason`) and, when the key's first request was answered, that answer's message.
  */
 export interface ErrorDetails {
-  reason?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS";
+  /** An idempotency conflict; or a send refused by policy (src/messages/send-policy.ts), which a workflow skips. */
+  reason?: "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "OPTED_OUT" | "CHAT_MUTED" | "CHAT_HUMAN";
   message_id?: string;
   timestamp?: string;
   status?: string;

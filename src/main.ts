@@ -15,6 +15,7 @@ import { startScheduledSender, type ScheduledSender } from "./messages/scheduled
 import { enableTracing, flushTracing } from "./observability/trace";
 import { purgePastRetention, type OnPurged } from "./retention";
 import { stopExpiredTyping } from "./messages/typing";
+import { returnExpiredHandoffs } from "./messages/modes";
 import { startDeliverer, type Deliverer } from "./webhooks/deliverer";
 import type { Scheduler } from "./workflows/scheduler";
 import { configuredRemoteBackend } from "./workflows/remote-backend";
@@ -34,6 +35,8 @@ const CATCH_UP_EVERY_MS = 3 * 60_000;
  * cleared by one process (a conditional UPDATE), which tells the network.
  */
 const TYPING_SWEEP_MS = 5_000;
+/** How often human chats whose time is up are handed back: the return lands within 10 s of its time. */
+const HANDOFF_SWEEP_MS = 5_000;
 const MODES = ["all", "api", "worker"] as const;
 type Mode = (typeof MODES)[number];
 
@@ -146,6 +149,14 @@ function startTypingSweep(app: App, log: Logger) {
   }, log);
 }
 
+/** Returns human chats to their previous mode once HANDOFF_MINUTES passed (src/messages/modes.ts); each chat by one process. */
+function startHandoffSweep(app: App, log: Logger) {
+  return repeatEvery("handoff sweep", HANDOFF_SWEEP_MS, async () => {
+    const returned = await returnExpiredHandoffs(app.storage);
+    if (returned > 0) log.info("handed chats back after HANDOFF_MINUTES", { count: returned });
+  }, log);
+}
+
 /** Asks each line's network about outbound messages not final after a while (BlueBubbles). */
 function startReconcile(app: App, log: Logger) {
   const afterMs = app.config.BLUEBUBBLES_RECONCILE_AFTER_MS;
@@ -252,6 +263,7 @@ let maintenance: ReturnType<typeof startMaintenance> | undefined;
 let catchUp: Repeating | undefined;
 let reconcile: Repeating | undefined;
 let typingSweep: Repeating | undefined;
+let handoffSweep: Repeating | undefined;
 let linesRefresh: Repeating | undefined;
 let server: ReturnType<typeof startHttp> | undefined;
 let operationsServer: ReturnType<typeof startOperationsHttp> | undefined;
@@ -288,6 +300,7 @@ async function shutdown(signal: "SIGTERM" | "SIGINT") {
   catchUp?.stop();
   reconcile?.stop();
   typingSweep?.stop();
+  handoffSweep?.stop();
   linesRefresh?.stop();
   log.info("shutting down", { signal });
   const forced = setTimeout(() => {
@@ -316,6 +329,7 @@ if (mode !== "worker") {
   catchUp = startCatchUp(app, log);
   reconcile = startReconcile(app, log);
   typingSweep = startTypingSweep(app, log);
+  handoffSweep = startHandoffSweep(app, log);
   await ensureSomeKey(app);
   server = startHttp(app, log);
   if (config.TEXTWIRE_URL) log.warn("TEXTWIRE_URL is used only by `bun run start worker`; ignored");

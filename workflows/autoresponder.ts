@@ -1,4 +1,4 @@
-import { defineWorkflow, historyContext, isOptedOut, isUnsupported, optOutAction, parseReactionText, type WorkflowContext } from "../src/workflow";
+import { defineWorkflow, historyContext, isSkipped, isUnsupported, optOutAction, parseReactionText, type WorkflowContext } from "../src/workflow";
 
 /** Wait until a contact has been quiet this long, so a burst of texts gets one reply. */
 const QUIET_MS = 5_000;
@@ -75,7 +75,7 @@ export default defineWorkflow({
       if (quietFor < TYPING_WAIT_MS && (await ctx.isTyping(phone))) continue; // still typing: the same
       const recent = (replies[phone] ?? []).filter((t) => now - t < 3_600_000);
       // A contact that opted out (Textwire keeps the state) gets no reply, and nothing is
-      // generated for it. A STOP arriving meanwhile makes the reply FORBIDDEN: skipped too.
+      // generated for it. A STOP arriving meanwhile skips the reply.
       if (await ctx.optedOut(phone)) {
         ctx.log.info("contact opted out; not replying", { phone });
       } else if (recent.length >= MAX_REPLIES_PER_HOUR) {
@@ -89,14 +89,16 @@ export default defineWorkflow({
         let sent = false;
         try {
           const { text } = await ctx.generate({ phone, context, instructions: INSTRUCTIONS });
+          // In a supervised chat the reply is a draft a person approves; refused by policy (a STOP
+          // meanwhile, a person who took the chat over) it is skipped: nothing to count.
           const reply = await ctx.reply({ id: last.id, phone }, text);
-          sent = !reply.replayed;
-          if (sent) recent.push(now);
-        } catch (err) {
-          if (!isOptedOut(err)) throw err;
-          ctx.log.info("contact opted out while the reply was written; not replying", { phone });
+          if (isSkipped(reply)) ctx.log.info(`reply skipped: ${reply.skipped}`, { phone });
+          else if (!reply.replayed) {
+            recent.push(now);
+            sent = !reply.drafted;
+          }
         } finally {
-          // A reply sent now stopped the typing; a failure, an opt-out or a reply sent before did not.
+          // A reply sent now stopped the typing; a failure, a draft, a skip or a reply sent before did not.
           if (showTyping && !sent) await courtesy(ctx, "stopping typing", phone, () => ctx.typing(phone, false));
         }
       }
@@ -126,14 +128,10 @@ async function answerGroups(ctx: WorkflowContext, waiting: Record<string, GroupW
       ctx.log.info("group muted by a STOP; not replying", { chat_id: chatId });
     } else {
       const { messages } = await ctx.chatHistory(chatId, { limit: CONTEXT_MESSAGES });
-      try {
-        const { text } = await ctx.generate({ phone: last.phone, context: historyContext(messages, { senders: true }), instructions: GROUP_INSTRUCTIONS });
-        const reply = await ctx.reply({ id: last.id, phone: last.phone, chat_id: chatId }, text);
-        if (!reply.replayed) replied[chatId] = now;
-      } catch (err) {
-        if (!isOptedOut(err)) throw err;
-        ctx.log.info("group muted while the reply was written; not replying", { chat_id: chatId });
-      }
+      const { text } = await ctx.generate({ phone: last.phone, context: historyContext(messages, { senders: true }), instructions: GROUP_INSTRUCTIONS });
+      const reply = await ctx.reply({ id: last.id, phone: last.phone, chat_id: chatId }, text);
+      if (isSkipped(reply)) ctx.log.info(`group reply skipped: ${reply.skipped}`, { chat_id: chatId });
+      else if (!reply.replayed) replied[chatId] = now;
     }
     delete waiting[chatId];
     // Saved after each group, so a failure later in the run does not answer this one twice.

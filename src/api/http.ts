@@ -1,4 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { handoffOf } from "../messages/modes";
 import type { App } from "../app";
 import { errorText } from "../log";
 import { annotateSpan, withRequestSpan } from "../observability/trace";
@@ -213,7 +214,7 @@ export function createHttpHandler(app: App, opts: HttpOptions = {}): HttpHandler
       throw err instanceof AppError && err.code === "UNAUTHORIZED" ? authFailure(app, ctx.ip, err) : err;
     }
     const { response, ...events } = verified;
-    const applied = await applyNetworkEvents(app.storage, lineRef(line), events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics });
+    const applied = await applyNetworkEvents(app.storage, lineRef(line), events, app.log, { maxMessageLength: app.config.MAX_MESSAGE_LENGTH, media: app.media, metrics: app.metrics, handoff: handoffOf(app.config) });
     app.log.info("webhook", { line: line.row.name, network: line.row.network, ...applied });
     return response;
   };

@@ -4,6 +4,7 @@ import { Link, Redirect, Route, Router, Switch, useRoute } from "wouter";
 import { ErrorAlert } from "./components/error-alert";
 import { useLiveUpdates } from "./live";
 import { ConversationsPage } from "./pages/conversations";
+import { DraftsPage } from "./pages/drafts";
 import { KeysPage } from "./pages/keys";
 import { LinesPage } from "./pages/lines";
 import { WebhooksPage } from "./pages/webhooks";
@@ -16,6 +17,7 @@ import { createConsoleClient, createQueryClient, TRPCProvider } from "./trpc";
 /** The pages, each shown only to a session whose key holds its scope. */
 const PAGES = [
   { path: "/conversations", label: "Conversations", scope: "messages:read" },
+  { path: "/drafts", label: "Drafts", scope: "drafts:approve" },
   { path: "/workflows", label: "Workflows", scope: "workflows:manage" },
   { path: "/lines", label: "Lines", scope: "lines:manage" },
   { path: "/webhooks", label: "Webhooks", scope: "webhooks:manage" },
@@ -93,6 +95,7 @@ function Pages({ may }: { may: ReturnType<typeof useMay> }) {
       <Switch>
         <Route path="/conversations/group/:chat" component={ConversationsPage} />
         <Route path="/conversations/:phone?" component={ConversationsPage} />
+        {may("drafts:approve") && <Route path="/drafts" component={DraftsPage} />}
         {may("workflows:manage") && <Route path="/workflows" component={WorkflowsPage} />}
         {may("lines:manage") && <Route path="/lines" component={LinesPage} />}
         {may("webhooks:manage") && <Route path="/webhooks" component={WebhooksPage} />}

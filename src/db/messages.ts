@@ -153,6 +153,16 @@ export interface MessageRepository {
   claimDueScheduled(limit: number): Promise<MessageRow[]>;
   /** One statement: a `scheduled` message becomes `canceled`. Returns it, or undefined when it is not (any more) scheduled. */
   cancelScheduled(id: string): Promise<MessageRow | undefined>;
+  /** The drafts waiting for a person, oldest first, and how many in all, from one statement. */
+  drafts(limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
+  /**
+   * One statement: a `draft` leaves to `to` (`queued`: approved, to be sent now; `scheduled`:
+   * approved before its send_at), with `body` when given (edited). The row then; undefined
+   * when it is not (or no longer) a draft, so only one approval wins.
+   */
+  approveDraft(id: string, to: "queued" | "scheduled", body: string | null): Promise<MessageRow | undefined>;
+  /** One statement: a `draft` becomes `rejected` (final). The row then; undefined when it is not a draft. */
+  rejectDraft(id: string): Promise<MessageRow | undefined>;
   /** Messages `scheduled`, soonest `sendAt` first, and how many in all, from one snapshot. */
   scheduled(limit: number, offset: number): Promise<{ rows: RecordRow[]; total: number }>;
   /** How many messages are `scheduled`, and how long the longest-due of them is overdue (metrics). */
@@ -293,6 +303,12 @@ const insertReport = sql("messages.insertReport", `INSERT INTO status_reports (i
    VALUES ($id, $messageId, $network, $networkStatus, $status, $reportedAt, {now_ms}, $applied::boolean, $error)`);
 const mediaOf = sql<MediaRow>("messages.mediaOf", `SELECT ${MEDIA} FROM media WHERE message_id = ANY($ids::text[]) ORDER BY message_id, position`);
 const mediaById = sql<MediaRow>("messages.media", `SELECT ${MEDIA} FROM media WHERE id = $id`);
+const draftsPage = sql<RecordRow & { total: number }>("messages.drafts", `SELECT c.total, m.* FROM (SELECT count(*) AS total FROM messages WHERE status = 'draft') c
+   LEFT JOIN (SELECT ${RECORD} FROM messages WHERE status = 'draft' ORDER BY timestamp LIMIT $limit OFFSET $offset) m ON true
+   ORDER BY m.timestamp`);
+const approveDraft = sql<MessageRow>("messages.approveDraft", `UPDATE messages SET status = $to, body = coalesce($body, body), updated_at = {now_us}
+   WHERE id = $id AND status = 'draft' RETURNING ${ROW}`);
+const rejectDraft = sql<MessageRow>("messages.rejectDraft", `UPDATE messages SET status = 'rejected', updated_at = {now_us} WHERE id = $id AND status = 'draft' RETURNING ${ROW}`);
 const cancel = sql<MessageRow>("messages.cancelScheduled", `UPDATE messages SET status = 'canceled', updated_at = {now_us} WHERE id = $id AND status = 'scheduled' RETURNING ${ROW}`);
 const react = sql("messages.react", `INSERT INTO reactions (message_id, direction, phone, reaction, created_at) VALUES ($messageId, $direction, $phone, $reaction, {now_ms})
    ON CONFLICT (message_id, direction, phone) DO UPDATE SET reaction = excluded.reaction, created_at = excluded.created_at
@@ -345,6 +361,12 @@ export const messages = declare<MessageRepository>()({
   failStaleQueued: all(failStale, (olderThanMs, error, exceptLines) => ({ olderThanMs, error, except: exceptLines }), (rows) => rows.map((r) => r.network)),
   media: get(mediaById, (id) => ({ id })),
   cancelScheduled: get(cancel, (id) => ({ id })),
+  drafts: all(draftsPage, (limit, offset) => ({ limit, offset }), (rows) => ({
+    rows: rows[0]?.id == null ? [] : rows.map(({ total: _, ...r }) => r),
+    total: Number(rows[0]?.total ?? 0),
+  })),
+  approveDraft: get(approveDraft, (id, to, body) => ({ id, to, body })),
+  rejectDraft: get(rejectDraft, (id) => ({ id })),
   recordStatusReport: run(insertReport, (r) => ({ ...r, id: Bun.randomUUIDv7() })),
   scheduledQueue: get(scheduledQueue, () => ({}), queueSize),
   newestTimestamp: get(newest, () => ({}), (r) => Number(r?.ts ?? 0)),

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { CHAT_KINDS } from "../vocabulary/chats";
+import { CHAT_MODES } from "../vocabulary/chat-modes";
 import { DEFAULT_LINE_ID, LINE_MANAGERS } from "../vocabulary/lines";
 import { MESSAGE_STATUSES } from "../vocabulary/message-status";
 import { IDEMPOTENCY_STATES, MESSAGE_DIRECTIONS, OPT_OUT_TYPES } from "../vocabulary/messages";
@@ -66,6 +67,8 @@ export function tables(c: Core) {
       c.index("messages_chat_timestamp_idx").on(t.chatId, t.timestamp, t.id).where(sql`chat_id IS NOT NULL`),
       // A group's unread count (the chat record's `unread`) and marking it read.
       c.index("messages_chat_unread_idx").on(t.chatId).where(sql`chat_id IS NOT NULL AND direction = 'inbound' AND read_at IS NULL`),
+      // GET /api/drafts: the drafts waiting, oldest first.
+      c.index("messages_draft_idx").on(t.timestamp).where(sql`status = 'draft'`),
     ],
   );
 
@@ -90,9 +93,16 @@ export function tables(c: Core) {
       ourTypingUntil: c.time("our_typing_until"),
       /** A group's line; a direct chat's: the line of its last message (by trigger), where a send to the contact sticks (src/lines/route.ts). */
       lineId: c.text("line_id").notNull().default(DEFAULT_LINE_ID),
+      /** Set by hand, handoff or its return (src/messages/modes.ts); null: DEFAULT_CHAT_MODE, as the last start wrote it. */
+      mode: c.text("mode", { enum: CHAT_MODES }),
+      /** A `human` chat's mode before it (null: the default), which it returns to at `human_until` (ms). */
+      modeBefore: c.text("mode_before", { enum: CHAT_MODES }),
+      humanUntil: c.time("human_until"),
     },
     (t) => [
       c.uniqueIndex("chats_network_id_uq").on(t.network, t.networkId),
+      // The handoff sweep: the human chats whose time is up, soonest first.
+      c.index("chats_human_until_idx").on(t.humanUntil).where(sql`human_until IS NOT NULL`),
       // GET /api/chats?kind= (the console's groups): a page in order from the index, however many direct chats there are.
       c.index("chats_kind_activity_idx").on(t.kind, sql`coalesce(last_message_at, created_at)`, t.id),
       c.index("chats_our_typing_idx").on(t.ourTypingUntil).where(sql`our_typing_until IS NOT NULL`),

@@ -91,6 +91,41 @@ export const eventRecord = z
         }),
       })
       .meta({ id: "MessageReroutedEvent", description: "A send went through its line's fallback, once (docs/lines.md)." }),
+    ...(
+      [
+        ["message.drafted", "MessageDraftedEvent", "An automated send was held as a draft (status `draft`) for a person to approve (docs/supervision.md); `by`: the key that sent it, null for a workflow."],
+        ["message.approved", "MessageApprovedEvent", "A draft was approved: the same record leaves `draft` with the approved text and is sent; `by`: the approving key."],
+        ["message.rejected", "MessageRejectedEvent", "A draft was rejected (`rejected`, final): it is never sent; `by`: the rejecting key."],
+      ] as const
+    ).map(([type, id, description]) =>
+      z
+        .object({ ...eventFields, type: z.literal(type), data: messageRecord.extend({ by: z.string().nullable().meta({ description: "The id of the key that acted; null for a workflow." }) }) })
+        .meta({ id, description }),
+    ),
+    z
+      .object({
+        ...eventFields,
+        type: z.literal("chat.mode_changed"),
+        data: z.object({
+          chat: chatState,
+          from: chatState.shape.mode.meta({ description: "The mode before." }),
+          to: chatState.shape.mode.meta({ description: "The mode now." }),
+          by: z.string().nullable().meta({ description: "The id of the key that changed it (the console's too); null for a handoff keyword or the return after HANDOFF_MINUTES." }),
+        }),
+      })
+      .meta({ id: "ChatModeChangedEvent", description: "A chat's mode changed (docs/supervision.md): by hand, by a person's handoff, by a contact's handoff keyword, or back after HANDOFF_MINUTES." }),
+    z
+      .object({
+        ...eventFields,
+        type: z.literal("chat.handoff_requested"),
+        data: z.object({
+          chat: chatState,
+          message_id: z.string().meta({ description: "The inbound message that asked." }),
+          phone: z.string().meta({ description: "Who asked." }),
+          by: z.null().meta({ description: "Always null: the contact asked." }),
+        }),
+      })
+      .meta({ id: "ChatHandoffRequestedEvent", description: "A contact asked for a person (its whole text one of HANDOFF_KEYWORDS): the chat is `human` now; someone should answer." }),
     ...(["line.created", "line.updated", "line.deleted"] as const).map((type) =>
       z
         .object({ ...eventFields, type: z.literal(type), data: lineRecord.extend({ actor_key_id: z.string().nullable().meta({ description: "The id of the key that acted; null when the CLI did." }) }) })

@@ -89,7 +89,8 @@ function mcpTools(maxMessageLength: number) {
       title: "Send a text message",
       description:
         "Sends a text message to a phone number, or into a chat by chat_id (a group's too: exactly one of the two), and returns its stored record (status queued, sent, delivered or failed; scheduled with send_at). " +
-        "Refused when the contact opted out by replying STOP, and on the API's rate limit. Pass an idempotency_key (any unique string, e.g. a UUID) " +
+        "Your send is automated: in a chat a person supervises (and always, for a key that may only draft) it is held as a draft for a person to approve, and the record's status is draft: nothing was sent yet. " +
+        "Refused when the contact opted out by replying STOP, in a group muted by a STOP, in a chat a person took over (mode human), and on the API's rate limit. Pass an idempotency_key (any unique string, e.g. a UUID) " +
         "so that a retry after a timeout or an error never texts the person twice: the same key with the same arguments returns the first message.",
       input: z.object({
         phone: phoneSchema.optional().meta({ description: "The recipient, E.164: + and country code, no spaces (or chat_id: exactly one of the two).", example: "+14155550123" }),
@@ -115,11 +116,12 @@ function mcpTools(maxMessageLength: number) {
         .refine(...phoneOrChat[0]!)
         .refine(...phoneOrChat[1]!),
       output: recordOutput,
-      scopes: ["messages:send"],
+      scopes: ["messages:send", "drafts:write"],
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
       async run(api, { idempotency_key, media_urls, ...send }) {
         const media = media_urls?.map((url) => ({ url }));
-        const sent = await api.send({ ...send, ...(media ? { media } : {}) }, idempotency_key);
+        // An agent's send: the chat's mode decides whether it goes or waits as a draft (docs/supervision.md).
+        const sent = await api.send({ ...send, ...(media ? { media } : {}), automated: true }, idempotency_key);
         return (await api.message({ id: sent.message_id })).message;
       },
     }),
@@ -287,6 +289,7 @@ export function createToolSet(maxMessageLength: number): ToolSet {
 const INSTRUCTIONS =
   "Textwire texts people (SMS or iMessage) and keeps every conversation. Read with poll_inbound (pass next_since back as since), get_history and list_conversations; " +
   "write with send_message (always with an idempotency_key) or generate_reply. A contact that replied STOP cannot be texted until it replies START (get_contact says). " +
+  "In a supervised chat your sends are drafts (status draft) that a person approves; in a chat a person took over, they are refused. " +
   "A refused call is a result with isError whose text says which argument or rule refused it.";
 
 /**

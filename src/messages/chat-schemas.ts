@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CHAT_KINDS } from "../vocabulary/chats";
+import { CHAT_MODES } from "../vocabulary/chat-modes";
 import { chatIdField, MAX_PAGE, messageRecord, messageTextSchema, phoneInPath, phoneSchema, typeError, wholeNumber } from "./schemas";
 
 /** A chat id (`dm_…` or `grp_…`) in a path; whether it exists is the service's to say. A new schema each use (trpc-to-openapi changes schemas in place). */
@@ -16,6 +17,15 @@ export const chatRecord = z
     muted: z.boolean().meta({
       description:
         "A group whose participant replied STOP there: automated sends to it (workflows, generate with auto_send) are refused until that participant replies START; API sends still go. Always false for a direct chat (its contact's opt-out: GET /api/contacts/{phone}).",
+    }),
+    mode: z.enum(CHAT_MODES).meta({
+      description:
+        "Who answers (docs/supervision.md): `auto`, automations send; `supervised`, their sends become drafts a person approves (GET /api/drafts); `human`, a person owns it and automations send nothing. DEFAULT_CHAT_MODE unless set (PATCH /api/chats/{id}).",
+    }),
+    previous_mode: z.enum(CHAT_MODES).nullable().meta({ description: "A `human` chat's mode before it, which it returns to at `human_until`; null otherwise." }),
+    human_until: z.string().nullable().meta({
+      description: "When a `human` chat returns to `previous_mode`: HANDOFF_MINUTES after the last person's send (ISO 8601, UTC); null otherwise.",
+      example: "2026-11-21T10:30:00.000000Z",
     }),
     unread: z.number().int().meta({
       description: "Its inbound messages not marked read (POST /api/chats/{id}/read); a direct chat's are its contact's (`unread` of GET /api/contacts/{phone}).",
@@ -75,7 +85,12 @@ export const createChatInput = (maxLength: number) =>
 
 export const createChatOutput = z.object({ success: z.boolean(), chat: chatRecord, message: messageRecord });
 
-export const renameChatInput = chatInput().extend({ name: groupName });
+export const updateChatInput = chatInput()
+  .extend({
+    name: groupName.optional(),
+    mode: z.enum(CHAT_MODES, { error: `must be one of ${CHAT_MODES.join(", ")}` }).optional().meta({ description: "The chat's new mode (docs/supervision.md); back from `human` by hand, too." }),
+  })
+  .refine((input) => input.name !== undefined || input.mode !== undefined, { path: ["name"], message: "name or mode is required" });
 
 export const participantInput = chatInput().extend({ phone: phoneSchema.meta({ description: "The participant to add (E.164).", example: "+14155550125" }) });
 export const participantInPathInput = chatInput().extend({ phone: phoneInPath() });

@@ -20,6 +20,9 @@ export function toChatState(row: ChatRow): ChatState {
     created_at: isoTime(row.createdAt),
     last_message_at: row.lastMessageAt === null ? null : isoTime(row.lastMessageAt),
     muted: row.muted,
+    mode: row.mode,
+    previous_mode: row.previousMode,
+    human_until: row.humanUntil === null ? null : isoTime(row.humanUntil * 1000),
   };
 }
 

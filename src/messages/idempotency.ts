@@ -66,6 +66,9 @@ export async function beginIdempotent(storage: Storage, claim: Claim, print: str
 const inProgress = () =>
   new AppError("CONFLICT", "idempotency-key: a request with this key is in progress; retry later", {}, { reason: "IDEMPOTENCY_KEY_IN_PROGRESS" });
 
+/** The statuses of an attached message whose answer stands on a retry: it went out, or a person decides it (a draft, approved into scheduled, rejected). */
+const ANSWER_STANDS = new Set<string>(["sent", "delivered", "draft", "rejected", "scheduled", "canceled"]);
+
 /** The rules of a key already stored (docs/api.md "Idempotency"). */
 async function decide(tx: Repositories, claim: Claim, print: string, lockMs: number, row: IdempotencyDecisionRow): Promise<Begun> {
   if (row.ttlExpired) {
@@ -89,9 +92,10 @@ async function decide(tx: Repositories, claim: Claim, print: string, lockMs: num
     await tx.idempotency.markDone(claim, JSON.stringify(attached));
     return { replay: attached };
   }
-  if (row.messageId && (status === "sent" || status === "delivered")) {
-    // Its process stopped after the network took the message: the answer stands,
-    // with the status the message has now (it was attached while still queued).
+  if (row.messageId && status !== null && ANSWER_STANDS.has(status)) {
+    // Its process stopped after the network took the message, or after it was stored as a
+    // draft (a person decides it, never a retry): the answer stands, with the status the
+    // message has now (it was attached while still queued, or as the draft).
     const answer: unknown = JSON.parse(row.response ?? "null");
     if (answer && typeof answer === "object" && "status" in answer) (answer as { status: string }).status = status;
     await tx.idempotency.markDone(claim, JSON.stringify(answer));

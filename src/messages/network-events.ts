@@ -9,6 +9,10 @@ import type { Recorder } from "../observability/recorder";
 import type { LineRef } from "../vocabulary/lines";
 import type { OptOutType } from "../vocabulary/messages";
 import { applyGroupReport, chatRecordById, groupChat } from "./chats";
+import { handoffOf, type Handoff } from "./modes";
+
+/** HANDOFF_KEYWORDS and HANDOFF_MINUTES, where a caller has them (absent: their defaults). */
+type HandoffConfig = { HANDOFF_KEYWORDS?: readonly string[]; HANDOFF_MINUTES?: number };
 import { applyInboundEdit } from "./edits";
 import { isE164 } from "./phone";
 import { applyInboundReaction, applyReactionText } from "./reactions";
@@ -47,17 +51,18 @@ async function storeInbound(
   input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly InboundMedia[]; chatId?: string },
   log: Logger,
   media: MediaDeps | undefined,
+  handoff?: Handoff,
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
   const { media: wanted = [], ...message } = input;
   const { network } = on;
   let kept: KeptMedia[] = [];
   if (wanted.length > 0) {
     const stored = message.networkId ? await storage.messages.byNetworkId(network, "inbound", message.networkId) : undefined;
-    if (stored) return recordInbound(storage, on, message);
+    if (stored) return recordInbound(storage, on, message, handoff);
     if (media) kept = await fetchInboundMedia(media, wanted, log, { network, networkId: message.networkId });
     else log.warn("inbound media not downloaded: no media store", { network, networkId: message.networkId });
   }
-  const result = await recordInbound(storage, on, { ...message, media: kept });
+  const result = await recordInbound(storage, on, { ...message, media: kept }, handoff);
   // Stored meanwhile by another request: its files are the ones kept.
   if (result.duplicate && media) await discardMedia(media, kept, log);
   return result;
@@ -71,7 +76,7 @@ async function storeInbound(
  * are (applyNetworkEvents), answered with the message it touched or the typing state.
  */
 export async function receiveLoopback(
-  deps: { storage: Storage; lines: LineRegistry; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number }; metrics?: MessageMetrics },
+  deps: { storage: Storage; lines: LineRegistry; log: Logger; media?: MediaDeps; config: { MAX_MESSAGE_LENGTH: number } & HandoffConfig; metrics?: MessageMetrics },
   input: LoopbackInput,
 ) {
   const { storage } = deps;
@@ -138,7 +143,7 @@ const loopbackGroup = (chat: { id: string; name?: string | null | undefined; par
 
 /** A message forged on the loopback webhook (`chat`: in that group, from `phone`). */
 async function receiveLoopbackMessage(
-  deps: { storage: Storage; log: Logger; media?: MediaDeps; metrics?: MessageMetrics },
+  deps: { storage: Storage; log: Logger; media?: MediaDeps; metrics?: MessageMetrics; config?: HandoffConfig },
   on: LineRef,
   input: { phone: string; message: string; id?: string; media?: readonly { url: string }[]; reply_to?: string; chat?: LoopbackInput["chat"] },
 ) {
@@ -160,6 +165,7 @@ async function receiveLoopbackMessage(
     },
     deps.log,
     deps.media,
+    handoffOf(deps.config),
   );
   if (!duplicate) deps.metrics?.message("inbound", "loopback", "received");
   return inboundAnswer(record);
@@ -179,7 +185,7 @@ export async function applyNetworkEvents(
   on: LineRef,
   events: WebhookEvents,
   log: Logger,
-  opts: { maxMessageLength: number; media?: MediaDeps; metrics?: MessageMetrics },
+  opts: { maxMessageLength: number; media?: MediaDeps; metrics?: MessageMetrics; handoff?: Handoff },
 ): Promise<AppliedEvents> {
   const { messages } = storage;
   const { network } = on;
@@ -217,6 +223,7 @@ export async function applyNetworkEvents(
       },
       log,
       opts.media,
+      opts.handoff,
     );
     if (duplicate) result.duplicates++;
     else {
@@ -282,7 +289,7 @@ export const lineRef = (line: Line): LineRef => ({ id: line.row.id, network: lin
 
 /** Stores what the line's webhooks missed (for networks that do not retry them). */
 export async function catchUpLine(
-  deps: { storage: Storage; log: Logger; config: { MAX_MESSAGE_LENGTH: number }; media?: MediaDeps; metrics?: MessageMetrics },
+  deps: { storage: Storage; log: Logger; config: { MAX_MESSAGE_LENGTH: number } & HandoffConfig; media?: MediaDeps; metrics?: MessageMetrics },
   line: Line,
 ): Promise<AppliedEvents | null> {
   if (!line.driver.catchUp) return null;
@@ -290,6 +297,7 @@ export async function catchUpLine(
   const events = await line.driver.catchUp(await cursor.get());
   const applied = await applyNetworkEvents(deps.storage, lineRef(line), events, deps.log, {
     maxMessageLength: deps.config.MAX_MESSAGE_LENGTH,
+    handoff: handoffOf(deps.config),
     ...(deps.media ? { media: deps.media } : {}),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });

@@ -12,6 +12,15 @@ const IN = new Set(OPT_IN_WORDS);
 /** Spaces and punctuation at either end of the text (inside it they count: "STOP ALL" is not "STOPALL"). */
 const SURROUNDING = /^[\s\p{P}]+|[\s\p{P}]+$/gu;
 
+/** A text as a keyword is matched: any case and width, spaces and punctuation around it ignored. */
+export const keywordOf = (text: string) => text.normalize("NFKC").replace(SURROUNDING, "").toUpperCase();
+
+/** Whether an inbound text asks for a person: its whole text one of `keywords` (HANDOFF_KEYWORDS), matched as STOP is. */
+export const asksForPerson = (text: string, keywords: readonly string[]) => {
+  const word = keywordOf(text);
+  return word !== "" && keywords.some((k) => keywordOf(k) === word);
+};
+
 /**
  * What an inbound message does to its contact's opt-out: "out", "in" or nothing (null).
  * The whole text must be one keyword, in any case (and any width: "ＳＴＯＰ"), with spaces
@@ -22,7 +31,7 @@ const SURROUNDING = /^[\s\p{P}]+|[\s\p{P}]+$/gu;
 export function optOutAction(text: string, networkType?: OptOutType | null): "out" | "in" | null {
   if (networkType === "STOP") return "out";
   if (networkType === "START") return "in";
-  const word = text.normalize("NFKC").replace(SURROUNDING, "").toUpperCase();
+  const word = keywordOf(text);
   if (OUT.has(word)) return "out";
   if (IN.has(word)) return "in";
   return null;

@@ -7,6 +7,7 @@ import { canceledAnswer, pageAnswer, toRecords } from "./records";
 import type { Recorder } from "../observability/recorder";
 import { withSpan } from "../observability/trace";
 import { sendStored, type MessagingDeps } from "./service";
+import { decideSend } from "./send-policy";
 
 /** Why a scheduled message whose contact opted out before its time was not sent. */
 export const OPTED_OUT_AT_SEND_TIME = "the contact opted out by replying STOP";
@@ -66,7 +67,9 @@ export function startScheduledSender(deps: MessagingDeps): ScheduledSender {
     }, mlog, { giveUpAfterMs: CHECK_GIVE_UP_MS });
     // Left `queued`: the stale-send rule of maintenance fails it (docs/operations.md).
     if (!checked) return;
-    if (contact.optedOut) {
+    // A scheduled send is a person's (an automated one was drafted or refused when scheduled): it goes in every mode.
+    const verdict = decideSend({ automated: false, group: row.chatId !== null, optedOut: contact.optedOut, muted: false, mode: "auto" });
+    if (verdict.action !== "send") {
       await writeOrRetry("failing a scheduled message", () => storage.messages.setStatus(row.id, "failed", { error: OPTED_OUT_AT_SEND_TIME }), mlog);
       deps.metrics?.message("outbound", row.network, "failed");
       mlog.info("scheduled message not sent: the contact opted out");

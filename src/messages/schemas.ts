@@ -140,6 +140,17 @@ export const sendInput = (maxLength: number) =>
       ),
       send_at: sendAtSchema.optional(),
       line: lineField("(extension) The line to send through (id or name); left out, routing picks one: a reply's line, the contact's last line, iMessage when the phone has it, else the default (docs/lines.md).").optional(),
+      automated: z
+        .boolean(typeError("true or false"))
+        .optional()
+        .meta({
+          description:
+            "(extension) An automated send (an agent's, a remote worker's): it follows the chat's mode (docs/supervision.md): held as a draft in a `supervised` chat, refused (409) in a `human` one, refused (403) into a group muted by a STOP.",
+        }),
+      handoff: z
+        .boolean(typeError("true or false"))
+        .optional()
+        .meta({ description: "(extension) A person's send that takes the chat over: an `auto` or `supervised` chat becomes `human`, and automations stay silent there (docs/supervision.md)." }),
     })
     .refine(...phoneOrChat[0]!)
     .refine(...phoneOrChat[1]!)
@@ -341,6 +352,17 @@ export const messageIdInput = z.object({
 
 export const reactInput = messageIdInput.extend({ reaction: reactionSchema });
 export const editInput = (maxLength: number) => messageIdInput.extend({ message: messageTextSchema(maxLength) });
+
+export const approveInput = (maxLength: number) =>
+  messageIdInput.extend({ message: messageTextSchema(maxLength).optional().meta({ description: "The text to send instead of the draft's (edited); left out, the draft's own." }) });
+
+export const draftsOutput = z.object({
+  success: z.boolean(),
+  drafts: z.array(messageRecord),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
 
 /** A message as an action on it left it. */
 export const messageOutput = z.object({ success: z.boolean(), message: messageRecord });

@@ -2,6 +2,7 @@ import { writeOrRetry } from "../background";
 import { AppError } from "../errors";
 import { errorText, type Logger } from "../log";
 import { allLinesRefusal, lineRefusal, type KeyAuth } from "../auth/policy";
+import type { Config } from "../config";
 import { chooseLine, fallbackLine } from "../lines/choose";
 import type { Line, LineRegistry } from "../lines/registry";
 import { NetworkUnreachable, RecipientOptedOut, SendOutcomeUnknown, type OutboundMessage, type SendResult } from "../network/driver";
@@ -10,8 +11,11 @@ import type { OptOutType } from "../vocabulary/messages";
 import type { ChatRow, Claim, MediaRow, MessageRepository, MessageRow, NewMessage, RecordRow, Repositories, Storage } from "../db/port";
 import { discardMedia, fetchSendMedia, outboundMedia, type KeptMedia, type MediaDeps } from "../media/service";
 import type { Recorder } from "../observability/recorder";
-import { chatTarget, type SendTarget } from "./chats";
-import { optedOutError, optOutAction } from "./opt-out";
+import { chatTarget, toChatState, type SendTarget } from "./chats";
+import { afterPersonSend, changeMode, handoffOf, type Handoff } from "./modes";
+import { asksForPerson, optedOutError, optOutAction } from "./opt-out";
+import { sendVerdict } from "./send-policy";
+import { directChatId } from "../vocabulary/chats";
 import { generatedAnswer, pageAnswer, pollAnswer, sendAnswer, toRecord, toRecords, type SendAnswer } from "./records";
 import { MAX_PAGE, type MessageRecord } from "./schemas";
 import { stopTypingOnSend } from "./typing";
@@ -21,8 +25,10 @@ export interface MessagingDeps {
   storage: Storage;
   /** The deployment's lines and their drivers (src/lines). */
   lines: LineRegistry;
-  /** The key sending, when a key is (its `lines` limit is checked against the line the send takes). */
-  key?: Pick<KeyAuth, "lines">;
+  /** The key sending, when a key is: its scopes and reach decide with the rest (./send-policy.ts), its `lines` limit is checked against the line the send takes. */
+  key?: Pick<KeyAuth, "id" | "lines" | "scopes" | "reach">;
+  /** HANDOFF_MINUTES (absent: its default), for a person's send into a `human` chat. */
+  config?: Partial<Pick<Config, "HANDOFF_MINUTES" | "HANDOFF_KEYWORDS">>;
   log: Logger;
   /** Needed only to send or take media. */
   media?: MediaDeps;
@@ -51,13 +57,6 @@ export function sendAtProblem(sendAt: number, now: number): string | undefined {
   yearAhead.setUTCFullYear(yearAhead.getUTCFullYear() + 1);
   if (sendAt > yearAhead.getTime()) return "must be at most 1 year ahead";
   return undefined;
-}
-
-/** Refuses a send to a contact that opted out (403); an unknown contact never did. Whether our typing to it is on, and the line of its last message. */
-export async function refuseOptedOut(storage: Pick<Repositories, "contacts">, phone: string): Promise<{ ourTyping: boolean; lineId?: string }> {
-  const contact = await storage.contacts.beforeSend(phone);
-  if (contact.optedOut) throw optedOutError();
-  return contact;
 }
 
 /** The message an input's `field` (`reply_to`…) names: one of ours in the same conversation (the contact's direct chat, or the group), else 400. */
@@ -91,7 +90,7 @@ export const UNKNOWN_OUTCOME = "network: no answer in time; the status will foll
  */
 export function sendMessage(
   deps: MessagingDeps,
-  input: { phone?: string; chat_id?: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number; line?: string },
+  input: { phone?: string; chat_id?: string; message?: string; media?: readonly { url: string }[]; reply_to?: string; send_at?: number; line?: string } & SendWho,
   idempotent?: IdempotentSend,
 ): Promise<MessageRecord> {
   return withSpan("send", { "textwire.media": input.media?.length ?? 0, "textwire.scheduled": input.send_at !== undefined }, () => send(deps, input, idempotent));
@@ -107,23 +106,35 @@ async function send(deps: MessagingDeps, input: Parameters<typeof sendMessage>[1
   return sendTo(deps, target, { ...input, sendAt }, idempotent);
 }
 
+/** Whose send it is (docs/supervision.md): `automated` (a workflow's, generate's with auto_send, MCP's); `handoff`: a person's that takes the chat over. */
+export interface SendWho {
+  automated?: boolean | undefined;
+  handoff?: boolean | undefined;
+}
+
 /**
  * sendMessage once its target is known (a phone, or a group chat) and `sendAt` checked (ms):
- * the checks that need the target, storing, then sendStored; `via` replaces the network's
- * `send` (a group's first message creates it).
+ * the checks that need the target, the decision (./send-policy.ts: send, draft, or refused),
+ * storing, then sendStored; `via` replaces the network's `send` (a group's first message
+ * creates it). A draft is stored `draft` (event `message.drafted`) and goes nowhere until a
+ * person approves it (./drafts.ts). A person's send may hand the chat over (./modes.ts).
  */
 export async function sendTo(
   deps: MessagingDeps,
   target: SendTarget,
-  input: { message?: string; media?: readonly { url: string }[]; reply_to?: string; sendAt?: number | undefined; line?: string | undefined },
+  input: { message?: string; media?: readonly { url: string }[]; reply_to?: string; sendAt?: number | undefined; line?: string | undefined } & SendWho,
   idempotent?: IdempotentSend,
   via?: (message: OutboundMessage) => Promise<SendResult>,
 ): Promise<MessageRecord> {
   const { sendAt } = input;
   const replied = input.reply_to === undefined ? undefined : await conversationMessage(deps.storage.messages, target, input.reply_to, "reply_to");
-  // Before any file is fetched: an opted-out contact costs nothing. In a group an opt-out mutes automated sends only (src/messages/chats.ts isChatMuted).
-  const contact = target.group ? { ourTyping: false } : await refuseOptedOut(deps.storage, target.phone);
+  // Before any file is fetched: a refused send costs nothing.
+  const contact = target.group ? { ourTyping: false, optedOut: false } : await deps.storage.contacts.beforeSend(target.phone);
   const { ourTyping } = contact;
+  const automated = input.automated === true;
+  const verdict = await sendVerdict(deps.storage, target.group ? { phone: "", groupId: target.group.id } : { phone: target.phone }, { automated, key: deps.key, handoff: input.handoff }, contact);
+  if (verdict.action === "skip" || verdict.action === "refuse") throw verdict.error;
+  const drafted = verdict.action === "draft";
   // A group lives on its line; a reply goes out on the line of what it answers (src/lines/route.ts).
   const chosen = await chooseLine(deps, { line: input.line, replyLine: target.group?.lineId ?? replied?.lineId, stickyLine: contact.lineId }, target.group ? undefined : target.phone);
   const { line } = chosen;
@@ -137,7 +148,7 @@ export async function sendTo(
     chatId: target.group?.id ?? null,
     body: input.message ?? "",
     direction: "outbound",
-    status: sendAt === undefined ? "queued" : "scheduled",
+    status: drafted ? "draft" : sendAt === undefined ? "queued" : "scheduled",
     network: line.row.network,
     lineId: line.row.id,
     networkId: null,
@@ -148,24 +159,30 @@ export async function sendTo(
   const { storage } = deps;
   const keptRows = (messageId: string) => kept.map((m, position) => ({ ...m, messageId, position, createdAt: 0 }));
   let row: MessageRow;
+  const by = deps.key?.id ?? null;
   try {
-    // With a key, the key names its message in the same transaction: a retry finds one or the other, never half.
-    ({ row } = idempotent
-      ? await storage.transaction(async (tx) => {
-          const stored = await tx.messages.insert(message);
-          const record = toRecord(stored.row, keptRows(stored.row.id));
-          const answer = idempotent.generated === undefined ? sendAnswer(record) : generatedAnswer(idempotent.generated, record.id, true, record.timestamp);
-          await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(answer));
-          return stored;
-        })
-      : await storage.messages.insert(message));
+    // With a key, the key names its message in the same transaction: a retry finds one or the other, never half. A draft's event too.
+    ({ row } =
+      idempotent || drafted
+        ? await storage.transaction(async (tx) => {
+            const stored = await tx.messages.insert(message);
+            if (drafted) await tx.events.append("message.drafted", { messageId: stored.row.id, data: { by } });
+            if (!idempotent) return stored;
+            const record = toRecord(stored.row, keptRows(stored.row.id));
+            const answer = idempotent.generated === undefined ? sendAnswer(record) : generatedAnswer(idempotent.generated, record.id, !drafted, record.timestamp);
+            await tx.idempotency.attach(idempotent.claim, stored.row.id, JSON.stringify(answer));
+            return stored;
+          })
+        : await storage.messages.insert(message));
   } catch (err) {
     await discardMedia(mediaDeps(deps), kept, deps.log).catch(() => undefined);
     throw err;
   }
   deps.metrics?.message("outbound", row.network, row.status);
   if (chosen.rerouted) await recordReroute(deps, row, chosen.rerouted.from, line, chosen.rerouted.reason);
-  if (row.status === "scheduled") return toRecord(row, keptRows(row.id));
+  // A person's send: it may take the chat over, and in a human chat restarts its time (the direct chat exists once its message is stored).
+  if (!automated && verdict.action === "send") await afterPersonSend(deps, target.group?.id ?? directChatId(target.phone), verdict, by);
+  if (row.status === "scheduled" || drafted) return toRecord(row, keptRows(row.id));
   return sendStored(deps, row, ourTyping, { media: kept, replied, group: target.group }, via);
 }
 
@@ -284,15 +301,18 @@ function recordStatus(deps: MessagingDeps, id: string, write: () => Promise<unkn
  * sender); the same network id twice stores it once. An opt-out or opt-in keyword
  * (src/messages/opt-out.ts) changes the contact's opt-out in the same transaction as the
  * message, and in a group also mutes (or, from the same participant, unmutes) automated
- * sends to it; a duplicate changes nothing.
+ * sends to it; a duplicate changes nothing. A text that asks for a person (HANDOFF_KEYWORDS)
+ * makes its chat `human` in the same transaction (./modes.ts), with event `chat.handoff_requested`.
  */
 export async function recordInbound(
   storage: Storage,
   on: LineRef,
   input: { phone: string; message: string; networkId?: string; optOutType?: OptOutType; replyTo?: string; media?: readonly KeptMedia[]; chatId?: string },
+  handoff: Handoff = handoffOf(undefined),
 ): Promise<{ record: MessageRecord; duplicate: boolean }> {
   const media = input.media ?? [];
   const action = optOutAction(input.message, input.optOutType);
+  const asks = !action && asksForPerson(input.message, handoff.keywords);
   const store = async (repos: Repositories) => {
     const stored = await repos.messages.insert({
       id: Bun.randomUUIDv7(),
@@ -312,10 +332,14 @@ export async function recordInbound(
       await repos.contacts.setOptedOut(input.phone, action === "out");
       if (input.chatId) await (action === "out" ? repos.chats.mute(input.chatId, input.phone) : repos.chats.unmute(input.chatId, input.phone));
     }
+    if (asks && stored.created) {
+      const { chat } = await changeMode(repos, input.chatId ?? directChatId(input.phone), "human", null, handoff.forMs);
+      await repos.events.append("chat.handoff_requested", { data: { chat: toChatState(chat), message_id: stored.row.id, phone: input.phone, by: null } });
+    }
     return stored;
   };
   // Only keyword messages need the transaction; the others are one insert.
-  const { row, created } = action ? await storage.transaction(store) : await store(storage);
+  const { row, created } = action || asks ? await storage.transaction(store) : await store(storage);
   if (!created) return { record: (await toRecords(storage.messages, [row]))[0]!, duplicate: true };
   return { record: toRecord(row, media.map((m, position) => ({ ...m, messageId: row.id, position, createdAt: 0 }))), duplicate: false };
 }

@@ -10,6 +10,9 @@ import { networkInfo } from "../messages/network-actions";
 import { listHistory, pollInbound, sendAnswered, sendMessage } from "../messages/service";
 import { isContactTyping, setOurTyping } from "../messages/typing";
 import type { Reaction } from "../vocabulary/reactions";
+import type { ChatMode, SkipReason } from "../vocabulary/chat-modes";
+import { AppError } from "../errors";
+import { skipReasonOf } from "../messages/send-policy";
 import type { ContextTurn, NetworkInfo } from "./define";
 
 /** The messaging operations a workflow run uses, whether the messages live here or on a remote server (./remote-backend.ts). */
@@ -21,6 +24,8 @@ export interface MessagingBackend {
   chatHistory(input: { id: string; limit: number; offset: number }): Promise<{ messages: MessageRecord[]; total: number }>;
   /** Whether automated sends into the chat wait (a STOP there). */
   chatMuted(chatId: string): Promise<boolean>;
+  /** The modes of these chats (docs/supervision.md); a chat left out is not known. */
+  chatModes(chatIds: readonly string[]): Promise<Map<string, ChatMode>>;
   generate(input: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }, signal: AbortSignal): Promise<{ id: string; text: string }>;
   /** Whether the contact opted out. */
   optedOut(phone: string): Promise<boolean>;
@@ -32,13 +37,21 @@ export interface MessagingBackend {
   /** Whether the contact is typing now. */
   isTyping(phone: string): Promise<boolean>;
   /**
-   * Sends once per key: a second call with the same key returns the first send
-   * (`replayed`). With `anyText`, the key alone decides, whatever the text.
+   * An automated send (src/messages/send-policy.ts decides: sent, drafted, or skipped with
+   * its reason, nothing stored), once per key: a second call with the same key returns the
+   * first send (`replayed`). With `anyText`, the key alone decides, whatever the text.
    */
   send(
     input: ({ phone: string; chat_id?: undefined } | { chat_id: string; phone?: undefined }) & { message?: string; media?: { url: string }[]; reply_to?: string },
     idempotency?: { key: string; anyText: boolean },
-  ): Promise<{ record: Pick<MessageRecord, "id" | "timestamp" | "status"> & Partial<Pick<MessageRecord, "media">>; replayed: boolean }>;
+  ): Promise<{ record: Pick<MessageRecord, "id" | "timestamp" | "status"> & Partial<Pick<MessageRecord, "media">>; replayed: boolean } | { skipped: SkipReason }>;
+}
+
+/** A send refused by policy, here or by a remote server (its error's `reason`), as a skip; any other error is thrown again. */
+export function skippedOr(err: unknown, details: { reason?: string } | undefined = err instanceof AppError ? err.details : undefined): { skipped: SkipReason } {
+  const skipped = skipReasonOf(details);
+  if (!skipped) throw err;
+  return { skipped };
 }
 
 /** Workflows' idempotency keys live apart from API keys' ones. */
@@ -63,6 +76,7 @@ export function createLocalBackend(app: App): MessagingBackend {
       return { messages: page.messages, total: page.total };
     },
     chatMuted: (chatId) => isChatMuted(app.storage, chatId),
+    chatModes: (chatIds) => app.storage.chats.modes(chatIds),
     async generate(input, signal) {
       const reply = await generateReply(app, input, { signal });
       return { id: reply.message_id, text: reply.generated_message };
@@ -82,14 +96,19 @@ export function createLocalBackend(app: App): MessagingBackend {
     },
     isTyping: (phone) => isContactTyping(app.storage, phone),
     async send(input, idempotency) {
-      if (!idempotency) {
-        const { id, timestamp, status, media } = await sendMessage(app, input);
-        return { record: { id, timestamp, status, media }, replayed: false };
+      const automated = { ...input, automated: true };
+      try {
+        if (!idempotency) {
+          const { id, timestamp, status, media } = await sendMessage(app, automated);
+          return { record: { id, timestamp, status, media }, replayed: false };
+        }
+        const print = fingerprint("send", idempotency.anyText ? (input.chat_id === undefined ? { phone: input.phone } : { chat_id: input.chat_id }) : input);
+        const claim = { scope: WORKFLOW_SCOPE, key: idempotency.key };
+        const { answer, replayed } = await runIdempotent(app.storage, claim, print, SEND_LOCK_MS, (taken) => sendAnswered(app, automated, taken), app.log);
+        return { record: sentRecord(answer), replayed };
+      } catch (err) {
+        return skippedOr(err);
       }
-      const print = fingerprint("send", idempotency.anyText ? (input.chat_id === undefined ? { phone: input.phone } : { chat_id: input.chat_id }) : input);
-      const claim = { scope: WORKFLOW_SCOPE, key: idempotency.key };
-      const { answer, replayed } = await runIdempotent(app.storage, claim, print, SEND_LOCK_MS, (taken) => sendAnswered(app, input, taken), app.log);
-      return { record: sentRecord(answer), replayed };
     },
   };
 }

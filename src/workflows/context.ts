@@ -2,13 +2,12 @@ import { z } from "zod";
 import { AppError, parseInput } from "../errors";
 import { generateInput } from "../generator/schemas";
 import type { Logger } from "../log";
-import { chatMutedError } from "../messages/chats";
 import { chatIdField, MAX_PAGE, phoneSchema, reactInput, sendInput } from "../messages/schemas";
 import { directChatPhone } from "../vocabulary/chats";
 import { isoTime, parseIsoInstant } from "../messages/time";
 import { microClock } from "../vocabulary/time";
 import type { MessagingBackend } from "./backend";
-import type { GroupsMode, NetworkInfo, PolledMessage, SentMessage, WorkflowContext } from "./define";
+import type { GroupsMode, NetworkInfo, PolledMessage, SendOutcome, SentMessage, WorkflowContext } from "./define";
 import type { WorkflowRepository } from "../db/port";
 import { getState, setState } from "./store";
 
@@ -61,24 +60,34 @@ export function createWorkflowContext(opts: {
   const live = () => {
     if (signal.aborted) throw new AppError("SERVICE_UNAVAILABLE", `run stopped: ${String(signal.reason ?? "aborted")}`);
   };
-  /** The one place a workflow's message leaves: to a contact's phone, or into a chat (a group's refused while muted). */
+  /**
+   * The one place a workflow's message leaves: to a contact's phone, or into a chat. The send
+   * policy (src/messages/send-policy.ts) decides on the server: sent, drafted in a supervised
+   * chat, or skipped (an opt-out, a muted group, a human chat), which stores nothing and never
+   * fails the run.
+   */
   const send = async (
     input: { phone?: string; chat_id?: string; message?: string; media?: { url: string }[]; reply_to?: string },
     idempotency?: { key: string; anyText: boolean },
-  ) => {
+  ): Promise<SendOutcome> => {
     live();
-    const { phone, chat_id, ...rest } = parseInput(sendInput(opts.maxMessageLength), input);
+    const { phone, chat_id, automated: _, handoff: __, ...rest } = parseInput(sendInput(opts.maxMessageLength), input);
     // A direct chat's id is its contact: sent as to the phone, so a reply keeps the key and checks it always had.
     const to = chat_id === undefined ? { phone: phone! } : directChatPhone(chat_id) ? { phone: directChatPhone(chat_id)! } : { chat_id };
-    if (to.chat_id !== undefined && (await backend.chatMuted(to.chat_id))) throw chatMutedError();
     const valid = { ...rest, ...to };
     const shown = { phone: to.phone ?? "", ...(to.chat_id === undefined ? {} : { chat_id: to.chat_id }), message: valid.message ?? "" };
     let sent: SentMessage;
     if (dryRun) {
-      sent = { id: `dry-run-${++dryIds}`, ...shown, media: [], timestamp: isoTime(microClock()), status: "queued", dryRun: true, replayed: false };
+      const id = `dry-run-${++dryIds}`;
+      sent = { id, message_id: id, drafted: false, ...shown, media: [], timestamp: isoTime(microClock()), status: "queued", dryRun: true, replayed: false };
     } else {
-      const { record, replayed } = await backend.send(valid, idempotency);
-      sent = { ...shown, media: [], ...record, dryRun: false, replayed };
+      const outcome = await backend.send(valid, idempotency);
+      if ("skipped" in outcome) {
+        log.info(`send skipped: ${outcome.skipped}`, { ...to, skipped: outcome.skipped });
+        return outcome;
+      }
+      const { record, replayed } = outcome;
+      sent = { ...shown, media: [], ...record, message_id: record.id, drafted: record.status === "draft", dryRun: false, replayed };
     }
     track.sends.push(sent);
     return sent;
@@ -96,8 +105,12 @@ export function createWorkflowContext(opts: {
       // A filtered poll is a view: moving the cursor past it would skip other contacts. Group
       // messages left out ("mentions") are passed like the others: they are never answered.
       if (!phone && messages.length) track.cursor = parseIsoInstant(messages[messages.length - 1]!.timestamp) ?? track.cursor;
+      // A chat a person owns is not the workflow's: its messages are passed over (the cursor passes them too).
+      const chatIds = [...new Set(messages.flatMap((m) => (m.chat_id ? [m.chat_id] : [])))];
+      const modes = chatIds.length ? await backend.chatModes(chatIds) : new Map<string, string>();
       const polled: PolledMessage[] = [];
       for (const m of messages) {
+        if (m.chat_id && modes.get(m.chat_id) === "human") continue;
         // Inbound: `phone` is its contact, or in a group its sender. A server older than chats gives no chat_id: direct.
         const group = Boolean(m.chat_id) && directChatPhone(m.chat_id) === undefined;
         const message = { ...m, phone: m.phone!, group, mentioned: opts.mentioned(m.message) };

@@ -6,11 +6,13 @@ import type { Logger } from "../log";
 import type { MessageRecord } from "../messages/schemas";
 import type { NetworkCapabilities } from "../vocabulary/network";
 import type { Reaction } from "../vocabulary/reactions";
+import type { SkipReason } from "../vocabulary/chat-modes";
 
 export type { ContextTurn } from "../generator/prompt";
 export type { MessageRecord } from "../messages/schemas";
 export type { NetworkCapabilities } from "../vocabulary/network";
 export type { Reaction } from "../vocabulary/reactions";
+export type { ChatMode, SkipReason } from "../vocabulary/chat-modes";
 
 /** Which group messages `ctx.poll()` returns besides direct ones: none (the default), those that mention us, or all. */
 export const GROUPS_MODES = ["off", "mentions", "all"] as const;
@@ -34,9 +36,13 @@ export interface NetworkInfo {
   capabilities: NetworkCapabilities;
 }
 
-/** What `send` and `reply` return: the stored message, or in a dry run what would have been sent. */
+/** What `send` and `reply` return: the stored message (sent, or a draft), or in a dry run what would have been sent. */
 export interface SentMessage {
   id: string;
+  /** The same as `id`. */
+  message_id: string;
+  /** True when the chat is `supervised`: the message is a draft a person approves or rejects; nothing went out (docs/supervision.md). */
+  drafted: boolean;
   /** The contact; empty for a send into a group (`chat_id`). */
   phone: string;
   /** The group it was sent into, when it was. */
@@ -55,8 +61,23 @@ export interface SentMessage {
   replayed: boolean;
 }
 
+/**
+ * What `send` and `reply` return when policy refused the send: the contact opted out
+ * (`opted_out`), a participant's STOP mutes the group (`muted`), or a person owns the chat
+ * (`human`). Nothing was stored and the run goes on (docs/supervision.md).
+ */
+export interface SkippedSend {
+  skipped: SkipReason;
+}
+
+/** A send's outcome: sent (or drafted), or skipped (`"skipped" in outcome`). */
+export type SendOutcome = SentMessage | SkippedSend;
+
+/** True when a send or reply was skipped by policy (nothing stored). */
+export const isSkipped = (outcome: SendOutcome): outcome is SkippedSend => "skipped" in outcome;
+
 export interface WorkflowContext {
-  /** Inbound messages after this workflow's cursor, oldest first. Each call continues after the last. */
+  /** Inbound messages after this workflow's cursor, oldest first, but none of a `human` chat (the cursor passes them). Each call continues after the last. */
   poll(opts?: { phone?: string; limit?: number }): Promise<PolledMessage[]>;
   /** One contact's messages, newest first. */
   history(phone: string, opts?: { limit?: number; offset?: number }): Promise<{ messages: MessageRecord[]; total: number }>;
@@ -66,25 +87,24 @@ export interface WorkflowContext {
   generate(req: { phone: string; context: ContextTurn[]; instructions?: string; language?: string }): Promise<{ id: string; text: string }>;
   /**
    * Sends a message: text, media (up to 10 `{ url }`, fetched and kept by Textwire) or both;
-   * with `idempotencyKey`, at most once per key and workflow.
+   * with `idempotencyKey`, at most once per key and workflow. An automated send: in a
+   * `supervised` chat it is a draft (`drafted: true`); refused by policy it is `{ skipped }`.
    */
-  send(req: ({ phone: string; chat_id?: undefined } | { chat_id: string; phone?: undefined }) & { message?: string; media?: { url: string }[]; idempotencyKey?: string }): Promise<SentMessage>;
+  send(req: ({ phone: string; chat_id?: undefined } | { chat_id: string; phone?: undefined }) & { message?: string; media?: { url: string }[]; idempotencyKey?: string }): Promise<SendOutcome>;
   /**
    * Replies to an inbound message in its chat (`reply_to` is its id: a threaded reply where
    * the network threads): a group message is answered in the group, a direct one to its
-   * contact. At most one reply per inbound message, whatever the text.
+   * contact. At most one reply per inbound message, whatever the text, across retries: a reply
+   * drafted in a `supervised` chat is that draft on every retry (approving it sends it once).
    */
-  reply(inbound: Pick<PolledMessage, "id" | "phone"> & { chat_id?: string }, message: string): Promise<SentMessage>;
+  reply(inbound: Pick<PolledMessage, "id" | "phone"> & { chat_id?: string }, message: string): Promise<SendOutcome>;
   /**
    * Whether automated sends to the group wait: a participant replied STOP there and not START
-   * since. `send` and `reply` into such a group throw an AppError with code FORBIDDEN
-   * (`isOptedOut(err)`). A direct chat is never muted (its contact opts out: `optedOut`).
+   * since. `send` and `reply` into such a group return `{ skipped: "muted" }`. A direct chat is
+   * never muted (its contact opts out: `optedOut`).
    */
   muted(chatId: string): Promise<boolean>;
-  /**
-   * Whether the contact opted out (replied STOP and not START since). `send` and `reply` to
-   * such a contact throw an AppError with code FORBIDDEN (`isOptedOut(err)`).
-   */
+  /** Whether the contact opted out (replied STOP and not START since). `send` and `reply` to such a contact return `{ skipped: "opted_out" }`. */
   optedOut(phone: string): Promise<boolean>;
   /**
    * Reacts (a tapback) to a message of a conversation, ours or the contact's, replacing our
@@ -127,7 +147,7 @@ export interface Workflow {
   run(ctx: WorkflowContext): Promise<void> | void;
 }
 
-/** True for the error of a send or reply to a contact that opted out, or into a muted group (403 FORBIDDEN), here or from a remote server. */
+/** True for a FORBIDDEN error (403), here or from a remote server: a scope the key lacks (sends refused by opt-outs and mutes are `{ skipped }`, not errors). */
 export function isOptedOut(err: unknown): boolean {
   return err instanceof AppError && err.code === "FORBIDDEN";
 }

@@ -5,7 +5,8 @@ import { AppError, type ErrorCode, type ErrorDetails } from "../errors";
 import { isoTime } from "../messages/time";
 import { MESSAGE_STATUSES, type MessageStatus } from "../vocabulary/message-status";
 import { remoteCall } from "../remote-call";
-import { sentRecord, type MessagingBackend } from "./backend";
+import { sentRecord, skippedOr, type MessagingBackend } from "./backend";
+import { CHAT_MODES, type ChatMode } from "../vocabulary/chat-modes";
 
 // With src/mcp/stdio.ts, the only modules that import src/client.ts: the client's types come from the router, which must not reach it back.
 
@@ -39,6 +40,11 @@ export function createRemoteBackend(client: TextwireClient, url?: string): Messa
     },
     // GET /api/chats/{id} says whether a group is muted (docs/workflows.md, Group chats).
     chatMuted: async (id) => (await client.chats.get.query({ id })).chat.muted,
+    // A server older than chat modes shows none: its chats are all automated.
+    async chatModes(ids) {
+      const chats = await Promise.all(ids.map((id) => client.chats.get.query({ id }).then(({ chat }) => chat)));
+      return new Map(chats.map((chat): [string, ChatMode] => [chat.id, (CHAT_MODES as readonly unknown[]).includes(chat.mode) ? chat.mode : "auto"]));
+    },
     async generate(input, signal) {
       const reply = await client.messages.generate.mutate(input, { signal });
       return { id: reply.message_id, text: reply.generated_message };
@@ -56,7 +62,7 @@ export function createRemoteBackend(client: TextwireClient, url?: string): Messa
     async send(input, idempotency) {
       const response: ResponseInfo = {};
       try {
-        const sent = await client.messages.send.mutate(input, { context: { idempotencyKey: idempotency?.key, response } });
+        const sent = await client.messages.send.mutate({ ...input, automated: true }, { context: { idempotencyKey: idempotency?.key, response } });
         return { record: sentRecord(sent), replayed: response.replayed === true };
       } catch (err) {
         // The server keys on the whole request; for a reply the key alone decides, so a key
@@ -65,7 +71,9 @@ export function createRemoteBackend(client: TextwireClient, url?: string): Messa
         if (idempotency?.anyText && data?.code === "CONFLICT" && data.reason === "IDEMPOTENCY_KEY_REUSED" && data.message_id && data.timestamp && isStatus(data.status)) {
           return { record: { id: data.message_id, timestamp: data.timestamp, status: data.status }, replayed: true };
         }
-        // An opted-out contact: the same error as from the local backend (isOptedOut).
+        // Refused by policy (an opt-out, a muted group, a human chat): skipped, as by the local backend.
+        if (data?.reason) return skippedOr(err, data);
+        // Any other refusal: the same error as from the local backend (isOptedOut).
         if (data?.code === "FORBIDDEN") throw new AppError("FORBIDDEN", (err as Error).message);
         throw err;
       }

@@ -188,7 +188,7 @@ describe("groups on the loopback network: create, change, act in, and STOP", () 
       [chat.id, "Road trip", [ann, bob]],
     ]);
     // The chat as the change left it; the unread count is the reader's (GET /api/chats/{id}), not the change's.
-    for (const e of events.body.events) expect(Object.keys(e.data).sort()).toEqual(["created_at", "id", "kind", "last_message_at", "muted", "name", "participants"]);
+    for (const e of events.body.events) expect(Object.keys(e.data).sort()).toEqual(["created_at", "human_until", "id", "kind", "last_message_at", "mode", "muted", "name", "participants", "previous_mode"]);
     expectError(await call(server, "PATCH", `/api/chats/dm_${ann.slice(1)}`, { body: { name: "x" } }), 404, "NOT_FOUND");
     await send(server, ann, "direct");
     expectError(await call(server, "PATCH", `/api/chats/dm_${ann.slice(1)}`, { body: { name: "x" } }), 409, "CONFLICT");

@@ -225,7 +225,7 @@ describe("GET /openapi.json", () => {
       if (path.includes("{id}")) expect([path, method, "404" in (op(path, method).responses as Json)]).toEqual([path, method, true]);
     }
     const events = ((doc.components as Json).schemas as Json).Event as Json;
-    expect((events.oneOf as Json[]).length).toBe(15);
+    expect((events.oneOf as Json[]).length).toBe(20);
   });
 
   test("the document is public, the routes it describes are not", async () => {

@@ -134,24 +134,20 @@ describe("on loopback", () => {
     expect(refused).toMatchObject({ code: "FORBIDDEN", message: OPTED_OUT });
   });
 
-  test("a workflow's reply to an opted-out contact is FORBIDDEN: isOptedOut lets the run skip it and succeed", async () => {
+  test("a workflow's reply to an opted-out contact is skipped ({ skipped: \"opted_out\" }), nothing stored, and the run succeeds", async () => {
     const dir = join(server.db.dir, `wf-${randomBytes(4).toString("hex")}`);
     mkdirSync(dir);
     writeFileSync(
       join(dir, "replier.ts"),
-      `import { defineWorkflow, isOptedOut } from ${JSON.stringify(resolve(ROOT, "src", "workflow.ts"))};
+      `import { defineWorkflow, isSkipped } from ${JSON.stringify(resolve(ROOT, "src", "workflow.ts"))};
 export default defineWorkflow({
   name: "optout-replier",
   schedule: "0 0 1 1 *",
   async run(ctx) {
     const skipped = [];
     for (const msg of await ctx.poll()) {
-      try {
-        await ctx.reply(msg, "got it: " + msg.message);
-      } catch (err) {
-        if (!isOptedOut(err)) throw err;
-        skipped.push({ phone: msg.phone, optedOut: await ctx.optedOut(msg.phone), error: err.message });
-      }
+      const sent = await ctx.reply(msg, "got it: " + msg.message);
+      if (isSkipped(sent)) skipped.push({ phone: msg.phone, optedOut: await ctx.optedOut(msg.phone), skipped: sent.skipped });
     }
     await ctx.state.set("skipped", skipped);
   },
@@ -169,7 +165,7 @@ export default defineWorkflow({
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ status: "ok", handled: 2 });
     const [state] = await server.db.query<{ value: string }>("SELECT value FROM workflow_state WHERE workflow = ? AND key = ?", "optout-replier", "skipped");
-    expect(JSON.parse(state!.value)).toEqual([{ phone: quitter, optedOut: true, error: OPTED_OUT }]);
+    expect(JSON.parse(state!.value)).toEqual([{ phone: quitter, optedOut: true, skipped: "opted_out" }]);
     expect((await history(server, quitter)).messages.map((m) => m.direction)).toEqual(["inbound"]);
     const talk = (await history(server, talker)).messages;
     expect(talk[0]).toMatchObject({ direction: "outbound", message: "got it: hello", reply_to: talk[1]!.id });
@@ -184,14 +180,15 @@ export default defineWorkflow({
     expect(await total(server, phone)).toBe(1);
   });
 
-  test("a remote worker's backend surfaces the API's 403 as the same error", async () => {
+  test("a remote worker's backend reads the API's 403 (reason OPTED_OUT) as the same skip as the local one", async () => {
     const phone = newPhone();
     await inbound(server, phone, "end");
     const backend = createRemoteBackend(createClient({ url: server.url, apiKey: server.apiKey }));
     expect(await backend.optedOut(phone)).toBe(true);
-    const err = await backend.send({ phone, message: "hi" }, { key: `workflow:r:reply:${phone}`, anyText: true }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AppError);
-    expect(err).toMatchObject({ code: "FORBIDDEN", message: OPTED_OUT });
+    expect(await backend.send({ phone, message: "hi" }, { key: `workflow:r:reply:${phone}`, anyText: true })).toEqual({ skipped: "opted_out" });
+    // The API itself answers the refusal as before, saying why.
+    const refused = await call<{ error: { code: string; message: string; reason: string } }>(server, "POST", "/api/send", { body: { phone, message: "hi", automated: true } });
+    expect([refused.status, refused.body.error]).toEqual([403, { code: "FORBIDDEN", message: OPTED_OUT, reason: "OPTED_OUT" }]);
     expect(await total(server, phone)).toBe(1);
   });
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { call, inbound, newPhone } from "./api";
+import { call, history as historyOf, inbound, newPhone } from "./api";
 import { startServer, type Server } from "./harness";
 
 setDefaultTimeout(60_000);
@@ -284,20 +284,28 @@ describe('a reach: "known" key cannot text a stranger by any route', () => {
   });
 });
 
-describe("drafts:write (supervised replies come later): it may write a reply, not send one", () => {
-  test("send is 403 naming messages:send; generate without auto_send passes the scope check", async () => {
-    const drafter = (await newKey({ name: "drafter", scopes: ["drafts:write", "messages:read"], reach: "known" })).key;
+describe("drafts:write: its every send is a draft, and it never decides drafts", () => {
+  test("send and generate with auto_send are stored as drafts (nothing goes out); approving or rejecting is 403, even with drafts:approve", async () => {
+    const drafter = (await newKey({ name: "drafter", scopes: ["drafts:write", "drafts:approve", "messages:read"], reach: "known" })).key;
     const phone = newPhone();
     await inbound(server, phone, "hello?");
-    expect(refusal(await call(server, "POST", "/api/send", { key: drafter, body: { phone, message: "no" } }))).toEqual([403, "scope: this key lacks messages:send"]);
-    expect(refusal(await call(server, "POST", "/api/generate", { key: drafter, body: { phone, context: [{ role: "user", content: "hi" }], auto_send: true } }))).toEqual([
+    const proposed = await call<{ message_id: string; status: string }>(server, "POST", "/api/send", { key: drafter, body: { phone, message: "a proposal" } });
+    expect([proposed.status, proposed.body.status]).toEqual([200, "draft"]);
+    // Its reach holds for drafts too.
+    expect(refusal(await call(server, "POST", "/api/send", { key: drafter, body: { phone: newPhone(), message: "no" } }))).toEqual([403, expect.stringContaining("phone: this key may only write to contacts who wrote first")]);
+    expect(refusal(await call(server, "POST", `/api/messages/${proposed.body.message_id}/approve`, { key: drafter, body: {} }))).toEqual([
       403,
-      "scope: this key lacks messages:send",
+      "scope: a key that may only draft (drafts:write without messages:send) cannot approve or reject drafts",
     ]);
+    expect(refusal(await call(server, "POST", `/api/messages/${proposed.body.message_id}/reject`, { key: drafter }))).toEqual([403, expect.stringContaining("cannot approve or reject drafts")]);
+    expect((await historyOf(server, phone)).messages.map((m) => [m.direction, m.status])).toEqual([["outbound", "draft"], ["inbound", "received"]]);
     // No generator on this server: past the scope check, the answer is the generator's 503.
     const generated = await call<any>(server, "POST", "/api/generate", { key: drafter, body: { phone, context: [{ role: "user", content: "hi" }] } });
     expect(generated.status).toBe(503);
     const client = await mcp(drafter);
-    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["generate_reply", "get_contact", "get_history", "list_conversations", "list_lines", "poll_inbound"]);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["generate_reply", "get_contact", "get_history", "list_conversations", "list_lines", "poll_inbound", "send_message"]);
+    // MCP's send_message answers the record: a draft.
+    const sent = await client.callTool({ name: "send_message", arguments: { phone, message: "from the agent", idempotency_key: "agent-1" } });
+    expect((sent.structuredContent as { status: string }).status).toBe("draft");
   });
 });

@@ -93,6 +93,12 @@ test(
   60_000,
 );
 
+/** A backend send's outcome that must have sent (a skip fails the test). */
+function sentOf<T extends object>(outcome: T): Exclude<T, { skipped: unknown }> {
+  if ("skipped" in outcome) throw new Error(`the send was skipped: ${String(outcome.skipped)}`);
+  return outcome as Exclude<T, { skipped: unknown }>;
+}
+
 /**
  * One run of sends as a workflow makes them: a keyed send and its replay, a reply to an
  * inbound message and a second reply to the same message (already answered), a send
@@ -108,12 +114,17 @@ async function sendScenario(backend: MessagingBackend, phone: string) {
     () => "sent",
     () => "refused",
   );
-  const shape = (r: { record: { id: string; timestamp: string; status: string }; replayed: boolean }, of?: typeof r) => ({
+  type Sent = { record: { id: string; timestamp: string; status: string }; replayed: boolean };
+  const shape = (outcome: Sent | { skipped: string }, ofOutcome?: Sent | { skipped: string }) => {
+    const r = sentOf(outcome);
+    const of = ofOutcome && sentOf(ofOutcome);
+    return {
     replayed: r.replayed,
     status: r.record.status,
     id: of ? (r.record.id === of.record.id ? "same as first" : "another") : typeof r.record.id,
     timestamp: of ? (r.record.timestamp === of.record.timestamp ? "same as first" : "another") : typeof r.record.timestamp,
-  });
+    };
+  };
   return {
     first: shape(first),
     replay: shape(replay, first),
@@ -167,7 +178,7 @@ test(
  */
 async function conversationScenario(backend: MessagingBackend, phone: string, contactActs: () => Promise<unknown>, unread: () => Promise<number>) {
   const network = await backend.network();
-  const sent = await backend.send({ phone, message: "Your order shipped" });
+  const sent = sentOf(await backend.send({ phone, message: "Your order shipped" }));
   const reacted = await backend.react(sent.record.id, "love");
   const unknown = await backend.react("no-such-message", "love").catch((err: unknown) => [err instanceof AppError, (err as AppError).code]);
   await backend.typing(phone, true);

@@ -25,6 +25,7 @@ describe.each(dialects)("on $name", (dialect) => {
     const row = {
       id: "dm_14155550123", kind: "direct" as const, name: null, participants: [A], network: null, networkId: null,
       createdAt: first.timestamp, lastMessageAt: second.timestamp, messages: 2, muted: false, ourTyping: false, lineId: "ln_default",
+      mode: "auto" as const, previousMode: null, humanUntil: null,
     };
     expect(await storage.chats.get("dm_14155550123")).toEqual(row);
     // The view adds the unread count, for the API only.

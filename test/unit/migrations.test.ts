@@ -49,7 +49,7 @@ test("a database migrated by an earlier version opens, keeps its rows and gets t
     expect(await storage.messages.get("m1")).toMatchObject({ body: "old", replyTo: null, sendAt: null, mediaCount: 0, chatId: null });
     // The message stored before chats is in its contact's direct chat, made by the migration.
     expect(await storage.chats.get("dm_14155550123")).toEqual({
-      id: "dm_14155550123", kind: "direct", name: null, participants: ["+14155550123"], network: null, networkId: null, createdAt: 5, lastMessageAt: 5, messages: 1, muted: false, ourTyping: false, lineId: "ln_default",
+      id: "dm_14155550123", kind: "direct", name: null, participants: ["+14155550123"], network: null, networkId: null, createdAt: 5, lastMessageAt: 5, messages: 1, muted: false, ourTyping: false, lineId: "ln_default", mode: "auto", previousMode: null, humanUntil: null,
     });
     expect(storage.sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: total });
     // The contact its message counted is not opted out, and opting out keeps the count.
@@ -88,7 +88,7 @@ describePostgres("PostgreSQL migrations", (db) => {
       expect(await storage.messages.get("m1")).toMatchObject({ body: "old", replyTo: null, sendAt: null, mediaCount: 0, chatId: null });
       // The message stored before chats is in its contact's direct chat, made by the migration.
       expect(await storage.chats.get("dm_14155550123")).toEqual({
-        id: "dm_14155550123", kind: "direct", name: null, participants: ["+14155550123"], network: null, networkId: null, createdAt: 5, lastMessageAt: 5, messages: 1, muted: false, ourTyping: false, lineId: "ln_default",
+        id: "dm_14155550123", kind: "direct", name: null, participants: ["+14155550123"], network: null, networkId: null, createdAt: 5, lastMessageAt: 5, messages: 1, muted: false, ourTyping: false, lineId: "ln_default", mode: "auto", previousMode: null, humanUntil: null,
       });
       expect((await storage.pool.query("SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations")).rows).toEqual([{ n: total }]);
       // The contact its message counted is not opted out, and opting out keeps the count.

@@ -39,7 +39,7 @@ describe("delivered and failed are final", () => {
     expect(isFinalStatus("received")).toBe(true);
   });
 
-  test.each(["delivered", "failed", "canceled", "received"] as const)("nothing moves out of %s", (from) => {
+  test.each(["delivered", "failed", "canceled", "rejected", "received"] as const)("nothing moves out of %s", (from) => {
     for (const to of ALL) expect(canMoveTo(from, to)).toBe(false);
   });
 
@@ -65,6 +65,16 @@ describe("scheduled leaves only to queued or canceled; canceled is final", () =>
     ["queued", "scheduled", false],
     ["canceled", "scheduled", false],
     ["canceled", "queued", false],
+    // A draft leaves only when a person decides: approved (queued, or scheduled before its send_at) or rejected.
+    ["draft", "queued", true],
+    ["draft", "scheduled", true],
+    ["draft", "rejected", true],
+    ["draft", "sent", false],
+    ["draft", "failed", false],
+    ["draft", "canceled", false],
+    ["queued", "rejected", false],
+    ["scheduled", "rejected", false],
+    ["queued", "draft", false],
   ] as const)("%s → %s: %p", (from, to, allowed) => {
     expect(canMoveTo(from, to)).toBe(allowed);
   });
@@ -78,12 +88,14 @@ describe("scheduled leaves only to queued or canceled; canceled is final", () =>
 
 describe("statusesBefore lists exactly the statuses a change may start from", () => {
   test.each([
-    ["scheduled", []],
-    ["queued", ["scheduled"]],
+    ["draft", []],
+    ["scheduled", ["draft"]],
+    ["queued", ["draft", "scheduled"]],
     ["sent", ["queued"]],
     ["delivered", ["queued", "sent"]],
     ["failed", ["queued", "sent"]],
     ["canceled", ["scheduled"]],
+    ["rejected", ["draft"]],
   ] as const)("before %s: %p", (to, expected) => {
     expect([...statusesBefore(to)].sort()).toEqual([...expected].sort());
   });

@@ -16,7 +16,7 @@ import { applyTyping } from "../../src/messages/typing";
 import { createLoopbackNetwork } from "../../src/network/loopback";
 import type { NetworkDriver } from "../../src/network/driver";
 import { createLocalBackend } from "../../src/workflows/backend";
-import { defineWorkflow, type Reaction, type Workflow, type WorkflowContext } from "../../src/workflows/define";
+import { defineWorkflow, type Reaction, type SentMessage, type Workflow, type WorkflowContext } from "../../src/workflows/define";
 import { loadWorkflows } from "../../src/workflows/loader";
 import { runWorkflow, type RunnerDeps } from "../../src/workflows/runner";
 import { backoffMs, ensureWorkflow, finishRun, getState } from "../../src/workflows/store";
@@ -217,7 +217,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const wf = workflow(async (ctx) => {
         for (const msg of await ctx.poll()) {
           const { text } = await ctx.generate({ phone: msg.phone, context: [{ role: "user", content: msg.message }] });
-          results.push((await ctx.reply(msg, text)).replayed);
+          results.push(((await ctx.reply(msg, text)) as SentMessage).replayed);
         }
         if (fail) throw new Error("crashed after replying");
       });
@@ -313,7 +313,7 @@ describe.each(dialects)("on $name", (dialect) => {
       const seen: unknown[] = [];
       let id = "";
       await once(deps(), async (ctx) => {
-        id = (await ctx.send({ phone: PHONE, message: "Your order shipped" })).id;
+        id = ((await ctx.send({ phone: PHONE, message: "Your order shipped" })) as SentMessage).id;
         seen.push(await ctx.react(id, "like"), await ctx.react(id, "love"));
         seen.push(await rejectionOf(ctx.react(id, "hug" as Reaction)), await rejectionOf(ctx.react("no-such-message", "love")));
       });

@@ -8,9 +8,10 @@ import {
   createChatOutput,
   participantInPathInput,
   participantInput,
-  renameChatInput,
+  updateChatInput,
 } from "../../messages/chat-schemas";
 import { chatRecordById, listChatMessages, listChats } from "../../messages/chats";
+import { setChatMode } from "../../messages/modes";
 import { typingOutput } from "../../messages/contacts";
 import { createGroup, markChatRead, renameGroup, setChatTyping, setGroupParticipant } from "../../messages/groups";
 import { historyOutput } from "../../messages/schemas";
@@ -105,21 +106,25 @@ export const chatsRouter = (maxMessageLength: number) =>
       .output(documentedOnly(historyOutput))
       .query(({ ctx, input }) => listChatMessages(ctx.app.storage, input)),
 
-    rename: scoped("messages:send")
+    update: scoped("messages:send")
       .meta({
         openapi: {
           method: "PATCH",
           path: "/api/chats/{id}",
           tags,
-          summary: "Rename a group chat",
-          description: "Renames the group on the network, then here (event `chat.updated`). The same name again changes nothing.",
+          summary: "Change a chat: its mode, a group's name",
+          description:
+            "`mode` (any chat): `auto`, `supervised` or `human` (docs/supervision.md), event `chat.mode_changed { chat, from, to, by }`; a `human` chat set back by hand returns at once. `name` (a group): renamed on the network, then here (event `chat.updated`). The same value again changes nothing.",
           protect: true,
-          errorResponses: { ...BODY_ERRORS, ...GROUP_CHANGE },
+          errorResponses: { ...BODY_ERRORS, ...GROUP_CHANGE, 400: "Invalid input naming the field: `mode` not auto, supervised or human, `name` empty or too long, or neither given.", 409: `${GROUP_CHANGE[409]} (a name only)` },
         },
       })
-      .input(renameChatInput)
+      .input(updateChatInput)
       .output(chatOutput)
-      .mutation(async ({ ctx, input }) => ({ success: true, chat: await renameGroup(ctx.app, input.id, input.name) })),
+      .mutation(async ({ ctx, input }) => {
+        if (input.mode !== undefined) await setChatMode(ctx.app, input.id, input.mode, ctx.key.id);
+        return { success: true, chat: input.name !== undefined ? await renameGroup(ctx.app, input.id, input.name) : await chatRecordById(ctx.app.storage, input.id) };
+      }),
 
     addParticipant: scoped("messages:send")
       .meta({

@@ -6,8 +6,10 @@ import { useTRPC } from "../trpc";
 import { useMessageForm } from "./use-message-form";
 
 /**
- * Sends to the thread's contact, or into its group (`chat_id`); Enter in the field submits the form; disabled for an opted-out contact.
- * With several lines, a contact's composer says which line routing would pick and lets the operator choose another.
+ * Sends to the thread's contact, or into its group (`chat_id`); Enter in the field submits the
+ * form; disabled for an opted-out contact. A person's send: it takes the chat over (`handoff`),
+ * so automations stay silent there until it is handed back (docs/supervision.md). With several
+ * lines, a contact's composer says which line routing would pick and lets the operator choose another.
  */
 export function Composer({ to, optedOut = false }: { to: { phone: string } | { chat_id: string }; optedOut?: boolean }) {
   const trpc = useTRPC();
@@ -22,7 +24,7 @@ export function Composer({ to, optedOut = false }: { to: { phone: string } | { c
     setText,
     mutation: send,
     submit,
-  } = useMessageForm(chosen ? { ...to, line: chosen.id } : to, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
+  } = useMessageForm(chosen ? { ...to, handoff: true, line: chosen.id } : { ...to, handoff: true }, (callbacks) => trpc.messages.send.mutationOptions(callbacks));
   return (
     <form onSubmit={submit}>
       <fieldset role="group" disabled={optedOut} aria-describedby={optedOut ? noteId : undefined}>

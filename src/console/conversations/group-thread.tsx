@@ -4,6 +4,7 @@ import { ErrorAlert } from "../components/error-alert";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { useMay } from "../use-scopes";
+import { ChatModeControl } from "./chat-mode";
 import { Composer } from "./composer";
 import { groupLabel } from "./group-label";
 import { MessageList } from "./message-list";
@@ -40,6 +41,7 @@ export function GroupThread({ chatId }: { chatId: string }) {
         <bdi>{label}</bdi>
       </h2>
       {group && <p>Group with {group.participants.join(", ")}</p>}
+      <ChatModeControl chatId={chatId} />
       <ErrorAlert error={chat.error ?? history.error ?? markRead.error} />
       {history.hasOlder && (
         <button type="button" className="secondary outline compact" aria-busy={history.fetching} onClick={history.loadOlder}>

@@ -4,7 +4,9 @@ import { ErrorAlert } from "../components/error-alert";
 import { useRefreshMessages } from "../live";
 import { useTRPC } from "../trpc";
 import { useMay } from "../use-scopes";
+import { ChatModeControl } from "./chat-mode";
 import { Composer } from "./composer";
+import { directChatId } from "../../vocabulary/chats";
 import { MessageList } from "./message-list";
 import { ScheduledMessages } from "./scheduled-messages";
 import { SimulateInbound } from "./simulate-inbound";
@@ -52,6 +54,7 @@ export function Thread({ phone }: { phone: string }) {
           <mark>Opted out</mark>
         </p>
       )}
+      <ChatModeControl chatId={directChatId(phone)} />
       <ErrorAlert error={history.error ?? contact.error ?? markRead.error} />
       {history.hasOlder && (
         <button type="button" className="secondary outline compact" aria-busy={history.fetching} onClick={history.loadOlder}>
