@@ -47,6 +47,9 @@ describe("REST operations", () => {
   test("are the document's routes, in the router's order (poll and scheduled before history)", () => {
     expect(operations.map((o) => `${o.method} ${o.pattern.source}`)).toEqual([
       "POST ^\\/api\\/send$",
+      "GET ^\\/api\\/drafts$",
+      "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/approve$",
+      "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/reject$",
       "GET ^\\/api\\/messages\\/poll$",
       "GET ^\\/api\\/messages\\/scheduled$",
       "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/cancel$",
@@ -98,6 +101,7 @@ describe("REST operations", () => {
     const withBody = operations.filter((o) => o.takesBody).map((o) => `${o.method} ${o.pattern.source}`);
     expect(withBody).toEqual([
       "POST ^\\/api\\/send$",
+      "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/approve$",
       "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/reactions$",
       "POST ^\\/api\\/messages\\/(?<id>[^/]+)\\/edit$",
       "POST ^\\/api\\/generate$",
