@@ -6,7 +6,16 @@ import { assertOwnHostOnly, consoleNav, ECHO_WORKFLOW, isFocused, keyField, newP
 
 describe("keyboard", () => {
   const phone = newPhone();
-  const app = signedInConsole({ signIn: false, seed: (server) => server.inbound(phone, "Can I book for Friday?") });
+  // The operator answers `phone` from the console, which takes that chat over (docs/supervision.md):
+  // the echo workflow then passes over it and answers `other` alone.
+  const other = newPhone();
+  const app = signedInConsole({
+    signIn: false,
+    seed: async (server) => {
+      await server.inbound(phone, "Can I book for Friday?");
+      await server.inbound(other, "Are you open on Sunday?");
+    },
+  });
 
   test("sign in: the key field, typing, Enter", async () => {
     const { page } = app.tab;
@@ -21,6 +30,7 @@ describe("keyboard", () => {
     const nav = consoleNav(page);
     const order = [
       nav.getByRole("link", { name: "Conversations", exact: true }),
+      nav.getByRole("link", { name: "Drafts", exact: true }),
       nav.getByRole("link", { name: "Workflows", exact: true }),
       nav.getByRole("link", { name: "Lines", exact: true }),
       nav.getByRole("link", { name: "Webhooks", exact: true }),

@@ -329,7 +329,7 @@ export async function signIn(page: Page, key: string): Promise<void> {
 export const consoleNav = (page: Page) => page.getByRole("navigation").filter({ has: page.getByRole("button", { name: "Sign out", exact: true }) });
 
 /** A page of the console, by its navigation link's name. */
-export type ConsolePage = "Conversations" | "Workflows" | "Lines" | "Webhooks" | "Keys";
+export type ConsolePage = "Conversations" | "Drafts" | "Workflows" | "Lines" | "Webhooks" | "Keys";
 
 /** Goes to a page of the console by its navigation link and waits for its heading. */
 export async function goTo(page: Page, name: ConsolePage): Promise<void> {
