@@ -7,8 +7,26 @@ import { createBlueBubblesNetwork } from "../network/bluebubbles";
 import type { DriverState, NetworkDriver } from "../network/driver";
 import { createLoopbackNetwork } from "../network/loopback";
 import { createTwilioNetwork } from "../network/twilio";
+import { AppError } from "../errors";
 import type { LineNetwork } from "../vocabulary/lines";
 import type { LineCredentials, LineSettings } from "./schemas";
+
+/**
+ * The driver of a line this process cannot build (its credentials do not open, or the
+ * process lacks a setting the network needs, e.g. a CLI run without PUBLIC_URL): the line is
+ * still listed, and anything asked of its network is refused naming why (422).
+ */
+export function unavailableDriver(network: string, reason: string): NetworkDriver {
+  const refuse = async (): Promise<never> => {
+    throw new AppError("UNPROCESSABLE_CONTENT", `line: ${reason}`);
+  };
+  return {
+    name: network,
+    capabilities: { reactions: false, typing: false, read_receipts: false, edit: false, unsend: false, groups: false, media: false, threads: false },
+    send: refuse,
+    check: async () => ({ ok: false, detail: reason }),
+  };
+}
 
 /** What building a driver needs besides its line. */
 export interface DriverContext {
@@ -77,6 +95,8 @@ export function buildDriver(line: Pick<LineRow, "id" | "network" | "managed" | "
     case "loopback":
       return createLoopbackNetwork();
     case "twilio":
+      // Twilio posts its status callbacks there; a process without it (a CLI run) cannot send through a Twilio line.
+      if (!config.PUBLIC_URL) throw new Error("PUBLIC_URL is not set, and Twilio needs it for the line's webhooks");
       return createTwilioNetwork({
         accountSid: String(settings.account_sid),
         authToken: credentials.auth_token!,

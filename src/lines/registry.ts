@@ -4,7 +4,7 @@ import { errorText, type Logger } from "../log";
 import type { NetworkDriver } from "../network/driver";
 import type { Secrets } from "../secrets/seal";
 import { DEFAULT_LINE_ID } from "../vocabulary/lines";
-import { buildDriver, envLine, type DriverContext } from "./drivers";
+import { buildDriver, envLine, unavailableDriver, type DriverContext } from "./drivers";
 import type { LineCredentials, LineSettings } from "./schemas";
 
 /** How often each process looks for lines changed by another (a change reaches every process within 5 s). */
@@ -71,8 +71,10 @@ export async function openLines(deps: RegistryDeps): Promise<LineRegistry> {
       try {
         next.push(build(row, before.get(row.id)));
       } catch (err) {
-        // One line that cannot be built (its credentials do not open) must not take the others down.
-        deps.log.error("a line could not be loaded; it sends nothing until it is fixed", { line: row.id, error: errorText(err) });
+        // One line that cannot be built (its credentials do not open, a setting this process lacks) must not take the others down: it is listed, and refuses.
+        const reason = `the line ${row.name} cannot be used by this process: ${errorText(err)}`;
+        deps.log.warn("a line cannot be used by this process; it sends nothing here until that is fixed", { line: row.name, error: errorText(err) });
+        next.push({ row, settings: JSON.parse(row.settings) as LineSettings, driver: unavailableDriver(row.network, reason) });
       }
     }
     lines = next;
