@@ -137,6 +137,8 @@ class Fail extends Error {
     message: string,
     readonly headers: Record<string, string> = {},
     readonly issues?: Issue[],
+    /** Why, for a refusal a workflow or client tells apart (src/errors.ts ErrorDetails.reason). */
+    readonly reason?: string,
   ) {
     super(message);
   }
@@ -239,7 +241,7 @@ async function jsonBody(req: Request): Promise<Record<string, unknown>> {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new Fail(400, "BAD_REQUEST", "body: malformed JSON");
+    throw new Fail(400, "BAD_REQUEST", "body: malformed JSON", {}, [{ path: "body", message: "malformed JSON" }]);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid([{ path: "body", message: "must be a JSON object" }]);
   return value as Record<string, unknown>;
@@ -289,8 +291,8 @@ function recordsText(rows: RecordValues[], media: Files, reactions: Reactions): 
 const JSON_TYPE = { "Content-Type": "application/json;charset=utf-8" };
 const json = (text: string) => new Response(text, { headers: JSON_TYPE });
 
-const errorResponse = (status: number, code: string, message: string, headers: Record<string, string> = {}, issues?: Issue[]) =>
-  Response.json({ success: false, error: issues ? { code, message, issues } : { code, message } }, { status, headers });
+const errorResponse = (status: number, code: string, message: string, headers: Record<string, string> = {}, issues?: Issue[], reason?: string) =>
+  Response.json({ success: false, error: { code, message, ...(issues ? { issues } : {}), ...(reason ? { reason } : {}) } }, { status, headers });
 
 // ---- routes ---------------------------------------------------------------------------
 
@@ -309,7 +311,7 @@ async function send(req: Request): Promise<Response> {
   const issues: Issue[] = [];
   const { phone, message } = messageInput(await jsonBody(req), issues);
   if (issues.length) throw invalid(issues);
-  if (await store.optedOut(phone)) throw new Fail(403, "FORBIDDEN", OPTED_OUT_MESSAGE);
+  if (await store.optedOut(phone)) throw new Fail(403, "FORBIDDEN", OPTED_OUT_MESSAGE, {}, undefined, "OPTED_OUT");
   const { id, timestamp } = await store.insert(Bun.randomUUIDv7(), phone, message, "outbound", "queued", null);
   if (await store.markDelivered(id, `${LOOPBACK}:${id}`)) {
     return json(`{"success":true,"message_id":${str(id)},"timestamp":"${isoTime(timestamp)}","status":"delivered"}`);
@@ -403,7 +405,7 @@ const server = Bun.serve({
       await authenticate(req, srv.requestIP(req)?.address ?? "unknown");
       return await found.handler(req, url);
     } catch (err) {
-      if (err instanceof Fail) return errorResponse(err.status, err.code, err.message, err.headers, err.issues);
+      if (err instanceof Fail) return errorResponse(err.status, err.code, err.message, err.headers, err.issues, err.reason);
       console.error(err);
       return errorResponse(500, "INTERNAL_SERVER_ERROR", "internal error; the request may be retried later");
     }
