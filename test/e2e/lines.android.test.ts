@@ -263,7 +263,8 @@ describe.each(["local", "cloud"] as const)("an android line, %s mode", (mode) =>
     expect(reply.text).toBe(REPLY_TEXT);
     expect(reply.deviceId).toBe(fake.deviceId);
     expect(openai.requests.some((r) => r.messages.some((m) => m.content.includes(text)))).toBe(true);
-    const out = await waitFor("the reply in history", 5000, async () => (await messagesOf(server, phone)).find((m) => m.direction === "outbound"), output);
+    // Stored queued before the send; the gateway's answer (202) makes it sent.
+    const out = await waitFor("the reply in history, taken by the gateway", 5000, async () => (await messagesOf(server, phone)).find((m) => m.direction === "outbound" && m.status !== "queued"), output);
     expect(out).toMatchObject({ id: reply.id, message: REPLY_TEXT, status: "sent", reply_to: stored[0]!.id, line_id: line.id });
   });
 
