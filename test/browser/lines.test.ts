@@ -5,18 +5,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Page } from "playwright-core";
+import type { LineRecord as Line } from "../../src/lines/schemas";
 import { assertAccessible, assertOwnHostOnly, goTo, itemWith, newPhone, signedInConsole, threadList as thread, UI_MS, waitFor, waitForText } from "./support";
 
-interface Line {
-  id: string;
-  name: string;
-  network: string;
-  address: string | null;
-  enabled: boolean;
-  default: boolean;
-  fallback: string | null;
-  managed: string;
-}
 
 const lineRegion = (page: Page, name: string) => page.getByRole("region", { name, exact: true });
 const newLineForm = (page: Page) => page.getByRole("region", { name: "New line", exact: true });

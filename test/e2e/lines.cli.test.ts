@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { startFakeAndroid, type FakeAndroid } from "../support/fake-android";
 import { call, history, newPhone, type MessageRecord } from "./api";
 import { fileServers, lines, runCli, testDatabase, waitFor, type CliResult, type Server, type TestDatabase } from "./harness";
+import type { LineRecord } from "../../src/lines/schemas";
 
 setDefaultTimeout(60_000);
 
@@ -16,16 +17,6 @@ const OWN_NUMBER = "+14155550100";
 const KEY_A = randomBytes(32).toString("base64");
 const KEY_B = randomBytes(32).toString("hex");
 
-interface LineRecord {
-  id: string;
-  name: string;
-  network: string;
-  address: string | null;
-  enabled: boolean;
-  default: boolean;
-  settings: Record<string, unknown>;
-  webhook_url: string | null;
-}
 
 const { boot, track } = fileServers();
 let db: TestDatabase;

@@ -18,6 +18,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { call, expectBadField, expectError, history, newPhone, poll, type MessageRecord } from "./api";
 import { fileServers, waitFor, type Server } from "./harness";
+import type { LineRecord } from "../../src/lines/schemas";
 import { bbMessage, bbNotification, startFakeBlueBubbles, type FakeBlueBubbles } from "../support/fake-bluebubbles";
 import {
   TEST_FROM,
@@ -36,21 +37,6 @@ setDefaultTimeout(30_000);
 const SALES_FROM = "+14155550177";
 const BB_SECRET = randomBytes(24).toString("base64url");
 
-interface LineRecord {
-  id: string;
-  name: string;
-  network: string;
-  address: string | null;
-  enabled: boolean;
-  default: boolean;
-  fallback: string | null;
-  capabilities: Record<string, boolean>;
-  settings: Record<string, unknown>;
-  webhook_url: string | null;
-  managed: "api" | "env";
-  created_at: string;
-  updated_at: string;
-}
 type Record_ = MessageRecord & { line_id: string };
 interface EventRecord {
   id: string;
